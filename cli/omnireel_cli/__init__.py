@@ -1,0 +1,1 @@
+"""The omnireel command line: local stack, submit, status, events, demo."""

@@ -1,0 +1,97 @@
+"""HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job.
+
+An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
+caller's identity and the key, and a reused key with a different body is a 409.
+"""
+
+import re
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.outcome import job_view
+from omnireel.request import parse_job_request_json
+from omnireel.settings import ApiSettings
+from omnireel.submission import submit_job
+
+settings = ApiSettings.from_env()
+jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
+artifacts = ArtifactStore(settings.artifacts_bucket)
+workflow = Workflow(settings.state_machine_arn)
+app = APIGatewayHttpResolver()
+
+_IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
+_JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return Response(status, content_types.APPLICATION_JSON, {"error": {"code": code, "message": message}})
+
+
+def _caller() -> str:
+    iam = app.current_event.request_context.authorizer.iam
+    return (iam.user_arn or iam.caller_id or iam.account_id or "anonymous") if iam else "anonymous"
+
+
+@app.post("/jobs")
+@tracer.capture_method
+def create_job() -> Response:
+    key = app.current_event.headers.get("idempotency-key")
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
+    body = app.current_event.decoded_body if app.current_event.is_base64_encoded else app.current_event.body
+    if not body:
+        return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
+    try:
+        request = parse_job_request_json(body)
+        natural_key = f"api:{_caller()}:{key}" if key else None
+        job, created = submit_job(request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow)
+    except InvalidRequest as exc:
+        return _error(400, exc.code, exc.message)
+    except IdempotencyConflict as exc:
+        return _error(409, exc.code, exc.message)
+    if created:
+        metrics.add_metric(name="jobs_accepted", unit=MetricUnit.Count, value=1)
+    status_url = f"/jobs/{job.job_id}"
+    return Response(
+        202,
+        content_types.APPLICATION_JSON,
+        {"job_id": job.job_id, "status": job.status.value, "status_url": status_url},
+        headers={"Location": status_url, "Idempotent-Replayed": "false" if created else "true"},
+    )
+
+
+@app.get("/jobs/<job_id>")
+@tracer.capture_method
+def get_job(job_id: str) -> Response:
+    if not _JOB_ID.match(job_id):
+        raise NotFoundError(f"no job with id {job_id}")
+    try:
+        job = jobs.get(job_id)
+    except JobNotFound as exc:
+        raise NotFoundError(exc.message) from exc
+    return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
+
+
+@app.not_found
+def not_found(exc: Exception) -> Response:
+    return _error(404, "NotFound", str(exc) or "no such route")
+
+
+@app.exception_handler(NotFoundError)
+def job_not_found(exc: NotFoundError) -> Response:
+    return _error(404, "JobNotFound", exc.msg)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict, context: LambdaContext) -> dict:
+    return app.resolve(event, context)

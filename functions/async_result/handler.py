@@ -1,0 +1,39 @@
+"""Subscribed to the video endpoint's async success and error topics: answer the waiting task token.
+
+Routes on the notification body (``invocationStatus``), never on the topic ARN, so the same code
+serves both topics. Repeated deliveries are harmless. A notification that cannot be parsed fails the
+invocation, so Lambda's retries and then the on-failure destination keep it.
+"""
+
+from aws_lambda_powertools.utilities.parser import envelopes, event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import TaskCallbacks
+from omnireel.notification import AsyncInferenceNotification
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.settings import ResultSettings
+from omnireel.steps import complete_video
+
+settings = ResultSettings.from_env()
+jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
+artifacts = ArtifactStore(settings.artifacts_bucket)
+callbacks = TaskCallbacks()
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=AsyncInferenceNotification, envelope=envelopes.SnsEnvelope)
+def handler(notifications: list[AsyncInferenceNotification], context: LambdaContext) -> dict:
+    results = []
+    for notification in notifications:
+        logger.info(
+            "async notification",
+            extra={"job_id": notification.inference_id, "invocation_status": notification.invocation_status},
+        )
+        outcome = complete_video(notification, jobs=jobs, artifacts=artifacts, callbacks=callbacks)
+        metrics.add_metric(name=f"video_{outcome}", unit=MetricUnit.Count, value=1)
+        results.append({"job_id": notification.inference_id, "outcome": outcome})
+    return {"results": results}

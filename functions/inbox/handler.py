@@ -1,0 +1,50 @@
+"""S3 ObjectCreated under prompts/: .txt = the prompt, .json = a full request -> start the job.
+
+The job id derives from the object's identity (bucket, key, event sequencer), so the same S3
+event delivered twice starts one execution. An unreadable file becomes a failed job with a
+``job.failed`` event; the object is tagged with the job id and outcome, never deleted.
+"""
+
+from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_store import InboxStore
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.inbox import accept_inbox_object
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.settings import InboxSettings
+
+settings = InboxSettings.from_env()
+jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
+workflow = Workflow(settings.state_machine_arn)
+inbox = InboxStore()
+artifacts = ArtifactStore(settings.artifacts_bucket)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_source(data_class=S3Event)
+def handler(event: S3Event, context: LambdaContext) -> dict:
+    results = []
+    for record in event.records:
+        obj = record.s3.get_object
+        outcome = accept_inbox_object(
+            bucket=record.s3.bucket.name,
+            key=obj.key,
+            sequencer=obj.sequencer or obj.etag or "",
+            size=obj.size,
+            inbox=inbox,
+            jobs=jobs,
+            workflow=workflow,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=settings.presign_seconds,
+        )
+        metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
+        results.append(outcome.as_dict())
+    return {"results": results}

@@ -1,0 +1,59 @@
+"""The artifacts bucket: job outputs, staged requests, presigned links."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from botocore.exceptions import ClientError
+
+from omnireel.aws.clients import client
+from omnireel.job import iso, now
+from omnireel.s3uri import S3Uri
+
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+class ArtifactStore:
+    def __init__(self, bucket: str):
+        self.bucket = bucket
+        self._s3 = client("s3")
+
+    def put(self, key: str, body: bytes, content_type: str) -> S3Uri:
+        self._s3.put_object(
+            Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, ServerSideEncryption="AES256"
+        )
+        return S3Uri(self.bucket, key)
+
+    def read(self, uri: S3Uri, *, max_bytes: int | None = None) -> bytes:
+        kwargs = {"Range": f"bytes=0-{max_bytes - 1}"} if max_bytes else {}
+        return self._s3.get_object(Bucket=uri.bucket, Key=uri.key, **kwargs)["Body"].read()
+
+    def size(self, uri: S3Uri) -> int | None:
+        """Object size in bytes, or None if it does not exist."""
+        try:
+            return self._s3.head_object(Bucket=uri.bucket, Key=uri.key)["ContentLength"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in _MISSING:
+                return None
+            raise
+
+    def content_type(self, uri: S3Uri) -> str:
+        return self._s3.head_object(Bucket=uri.bucket, Key=uri.key)["ContentType"]
+
+    def copy(self, source: S3Uri, key: str, content_type: str) -> S3Uri:
+        self._s3.copy_object(
+            Bucket=self.bucket,
+            Key=key,
+            CopySource={"Bucket": source.bucket, "Key": source.key},
+            ContentType=content_type,
+            MetadataDirective="REPLACE",
+            ServerSideEncryption="AES256",
+        )
+        return S3Uri(self.bucket, key)
+
+    def presign(self, uri: S3Uri, seconds: int) -> tuple[str, str]:
+        """A presigned GET URL and the ISO time it expires."""
+        url = self._s3.generate_presigned_url(
+            "get_object", Params={"Bucket": uri.bucket, "Key": uri.key}, ExpiresIn=seconds
+        )
+        return url, iso(now() + timedelta(seconds=seconds))

@@ -1,0 +1,43 @@
+"""Publishes job events to the job-events SNS topic and to EventBridge."""
+
+from __future__ import annotations
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from omnireel.aws.clients import client
+from omnireel.errors import PublishFailed
+from omnireel.events import EVENT_SOURCE, JobEvent, sns_message_attributes
+
+
+class EventPublisher:
+    def __init__(self, topic_arn: str, event_bus_name: str = "default"):
+        self.topic_arn = topic_arn
+        self.event_bus_name = event_bus_name
+        self._sns = client("sns")
+        self._events = client("events")
+
+    def publish(self, event: JobEvent) -> None:
+        body = event.model_dump_json()
+        try:
+            self._sns.publish(
+                TopicArn=self.topic_arn,
+                Message=body,
+                Subject=f"omnireel {event.event_type}",
+                MessageAttributes=sns_message_attributes(event),
+            )
+            result = self._events.put_events(
+                Entries=[
+                    {
+                        "Source": EVENT_SOURCE,
+                        "DetailType": event.event_type,
+                        "Detail": body,
+                        "EventBusName": self.event_bus_name,
+                        "Resources": [],
+                    }
+                ]
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise PublishFailed(f"could not publish {event.event_type} for job {event.job_id}: {exc}") from exc
+        if result.get("FailedEntryCount"):
+            entry = result["Entries"][0]
+            raise PublishFailed(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage')}")

@@ -1,0 +1,154 @@
+"""The jobs table: one item per job, every transition a conditional write."""
+
+from __future__ import annotations
+
+import json
+import time
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from omnireel.aws.clients import table
+from omnireel.errors import JobConflict, JobNotFound
+from omnireel.job import Job, JobStatus, allowed_sources, iso, now
+from omnireel.request import JobRequest
+
+
+def _to_item(job: Job) -> dict[str, Any]:
+    item = job.model_dump(mode="json", exclude={"request"}, exclude_none=True)
+    if job.request is not None:
+        item["request_json"] = job.request.model_dump_json()
+    return item
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _from_item(item: dict[str, Any]) -> Job:
+    data = _plain(item)
+    raw = data.pop("request_json", None)
+    data["request"] = JobRequest.model_validate_json(raw) if raw else None
+    return Job.model_validate(data)
+
+
+class JobStore:
+    def __init__(self, table_name: str, ttl_days: int = 30):
+        self._table = table(table_name)
+        self._ttl_seconds = ttl_days * 86400
+
+    def create(self, job: Job) -> tuple[Job, bool]:
+        """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
+        job = job.model_copy(update={"expires_at": int(time.time()) + self._ttl_seconds})
+        try:
+            self._table.put_item(Item=_to_item(job), ConditionExpression="attribute_not_exists(job_id)")
+            return job, True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        return self.get(job.job_id), False
+
+    def get(self, job_id: str) -> Job:
+        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True).get("Item")
+        if not item:
+            raise JobNotFound(f"no job with id {job_id}")
+        return _from_item(item)
+
+    def find(self, job_id: str) -> Job | None:
+        try:
+            return self.get(job_id)
+        except JobNotFound:
+            return None
+
+    def transition(self, job_id: str, target: JobStatus, **fields: Any) -> Job:
+        """Move the job to ``target`` if allowed from its current status, setting ``fields`` too.
+
+        Re-entering the current stage is allowed (a retried step); going backwards or leaving a
+        terminal state raises ``JobConflict``. The first time a status is entered is recorded.
+        """
+        stamp = iso(now())
+        names = {"#status": "status", "#target": target.value}
+        values: dict[str, Any] = {":target": target.value, ":now": stamp}
+        sets = ["#status = :target", "updated_at = :now", "stage_times.#target = if_not_exists(stage_times.#target, :now)"]
+        for index, (name, value) in enumerate(fields.items()):
+            names[f"#f{index}"] = name
+            values[f":f{index}"] = value
+            sets.append(f"#f{index} = :f{index}")
+        sources = allowed_sources(target)
+        for index, source in enumerate(sources):
+            values[f":s{index}"] = source.value
+        condition = "attribute_exists(job_id) AND #status IN (" + ", ".join(f":s{i}" for i in range(len(sources))) + ")"
+        try:
+            result = self._table.update_item(
+                Key={"job_id": job_id},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            current = self.get(job_id)  # raises JobNotFound for an unknown id
+            raise JobConflict(
+                f"job {job_id} cannot move from {current.status.value} to {target.value}"
+            ) from exc
+        return _from_item(result["Attributes"])
+
+    def set_fields(self, job_id: str, **fields: Any) -> Job:
+        """Record fields (artifacts, async invocation, task token) without changing the status."""
+        names = {f"#f{i}": name for i, name in enumerate(fields)}
+        values = {f":f{i}": value for i, value in enumerate(fields.values())}
+        values[":now"] = iso(now())
+        sets = [f"#f{i} = :f{i}" for i in range(len(fields))] + ["updated_at = :now"]
+        result = self._table.update_item(
+            Key={"job_id": job_id},
+            UpdateExpression="SET " + ", ".join(sets),
+            ConditionExpression="attribute_exists(job_id)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        return _from_item(result["Attributes"])
+
+    def set_artifact(self, job_id: str, name: str, uri: str) -> None:
+        self._table.update_item(
+            Key={"job_id": job_id},
+            UpdateExpression="SET artifacts.#name = :uri, updated_at = :now",
+            ConditionExpression="attribute_exists(job_id)",
+            ExpressionAttributeNames={"#name": name},
+            ExpressionAttributeValues={":uri": uri, ":now": iso(now())},
+        )
+
+    def task_token(self, job_id: str) -> str | None:
+        item = self._table.get_item(
+            Key={"job_id": job_id}, ConsistentRead=True, ProjectionExpression="task_token"
+        ).get("Item")
+        return (item or {}).get("task_token")
+
+    def claim_publication(self, job_id: str) -> bool:
+        """Mark the terminal event as published; False if it already was (exactly-once guard)."""
+        try:
+            self._table.update_item(
+                Key={"job_id": job_id},
+                UpdateExpression="SET event_published_at = :now",
+                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(event_published_at)",
+                ExpressionAttributeValues={":now": iso(now())},
+            )
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

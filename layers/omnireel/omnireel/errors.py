@@ -1,0 +1,144 @@
+"""Typed errors. Every domain error has a stable ``code`` and says whether retrying can help.
+
+Step Functions sees a Lambda failure as ``Error = errorType`` (the exception class name) and
+``Cause`` = the Lambda error payload. Handlers therefore re-raise domain errors as one of the two
+step errors below, whose *class names* are what the state machine's Retry/Catch match on, and whose
+message is a JSON object ``{"code", "message"}`` that the failure recorder decodes.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+class OmnireelError(Exception):
+    """Base class: ``code`` is machine-readable, ``message`` is for humans."""
+
+    code = "InternalError"
+    retryable = False
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class InvalidRequest(OmnireelError):
+    code = "InvalidRequest"
+
+
+class JobNotFound(OmnireelError):
+    code = "JobNotFound"
+
+
+class JobConflict(OmnireelError):
+    """A transition that is not allowed from the job's current state (stale or duplicate step)."""
+
+    code = "JobConflict"
+
+
+class IdempotencyConflict(OmnireelError):
+    code = "IdempotencyKeyReused"
+
+
+class EndpointError(OmnireelError):
+    """The model endpoint answered with an error or could not be reached."""
+
+    code = "EndpointError"
+
+
+class EndpointThrottled(EndpointError):
+    code = "EndpointThrottled"
+    retryable = True
+
+
+class EndpointUnavailable(EndpointError):
+    """5xx, model not ready, connection problems: worth retrying with backoff."""
+
+    code = "EndpointUnavailable"
+    retryable = True
+
+
+class EndpointRejected(EndpointError):
+    """4xx from the model: the request itself is wrong; retrying cannot help."""
+
+    code = "EndpointRejected"
+
+
+class MalformedModelOutput(OmnireelError):
+    code = "MalformedModelOutput"
+
+
+class ReferenceTooLarge(OmnireelError):
+    code = "ReferenceImageTooLarge"
+
+
+class VideoRenderFailed(OmnireelError):
+    code = "VideoRenderFailed"
+
+
+class VideoExpired(OmnireelError):
+    code = "VideoRequestExpired"
+
+
+class VideoTimedOut(OmnireelError):
+    code = "VideoTimedOut"
+
+
+class PublishFailed(OmnireelError):
+    code = "PublishFailed"
+    retryable = True
+
+
+# --- errors as Step Functions sees them -------------------------------------------------------------
+
+
+class StepError(Exception):
+    """Raised by a step handler for a failure that retrying will not fix (Catch -> job.failed)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(json.dumps({"code": code, "message": message}))
+
+
+class RetryableStepError(StepError):
+    """Raised by a step handler for a transient failure (the state machine retries with backoff)."""
+
+
+def as_step_error(error: OmnireelError) -> StepError:
+    cls = RetryableStepError if error.retryable else StepError
+    return cls(error.code, error.message)
+
+
+def decode_step_failure(error_name: str | None, cause: str | None) -> dict[str, str]:
+    """Turn a Step Functions ``{Error, Cause}`` pair into ``{"code", "message"}``.
+
+    ``Cause`` is a Lambda error payload (JSON with ``errorMessage``), a SendTaskFailure cause
+    (our JSON ``{"code","message"}``), or free text (``States.Timeout`` and friends).
+    """
+    name = error_name or "InternalError"
+    text = cause or ""
+    payload: object = None
+    try:
+        payload = json.loads(text) if text else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and "errorMessage" in payload:
+        inner = payload.get("errorMessage")
+        try:
+            decoded = json.loads(inner) if isinstance(inner, str) else None
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and "code" in decoded:
+            return {"code": str(decoded["code"]), "message": str(decoded.get("message", ""))}
+        return {"code": str(payload.get("errorType") or name), "message": str(inner)}
+    if isinstance(payload, dict) and "code" in payload:
+        return {"code": str(payload["code"]), "message": str(payload.get("message", ""))}
+    if name.startswith("States."):
+        return {"code": name.removeprefix("States."), "message": text or name}
+    return {"code": name, "message": text or name}

@@ -1,0 +1,88 @@
+"""Job events for consumers: ``job.succeeded`` / ``job.failed``, version 1.
+
+The same body goes to the job-events SNS topic (with message attributes for filter policies) and
+to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schema in
+``docs/events/job-event.v1.schema.json`` is generated from ``JobEvent`` and checked by a test.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnireel.job import Job, JobError, JobStatus, iso, job_id_for
+from omnireel.request import JobRequest
+
+EVENT_VERSION = 1
+EVENT_SOURCE = "omnireel"
+
+
+class ArtifactLink(BaseModel):
+    s3_uri: str
+    url: str = Field(description="presigned HTTPS GET URL")
+    expires_at: str = Field(description="when the presigned URL stops working (ISO 8601, UTC)")
+
+
+class EventArtifacts(BaseModel):
+    image: ArtifactLink | None = None
+    video_request: ArtifactLink | None = None
+    video: ArtifactLink | None = None
+
+
+class EventTimings(BaseModel):
+    image_s: float | None = None
+    staging_s: float | None = None
+    video_queue_and_render_s: float | None = None
+    total_s: float | None = None
+
+
+class JobEvent(BaseModel):
+    model_config = ConfigDict(title="omnireel job event", extra="forbid")
+
+    version: Literal[1] = EVENT_VERSION
+    event_id: str = Field(description="stable per job and type: consumers can de-duplicate on it")
+    event_type: Literal["job.succeeded", "job.failed"]
+    occurred_at: str
+    job_id: str
+    status: Literal["succeeded", "failed"]
+    prompt: str | None = Field(description="null when the submitted file could not be read as a request")
+    request: JobRequest | None
+    source: str
+    artifacts: EventArtifacts
+    timings: EventTimings
+    error: JobError | None = None
+
+
+def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed"]:
+    if status is JobStatus.SUCCEEDED:
+        return "job.succeeded"
+    if status is JobStatus.FAILED:
+        return "job.failed"
+    raise ValueError(f"no event for non-terminal status {status}")
+
+
+def build_job_event(job: Job, artifacts: EventArtifacts, occurred_at: datetime) -> JobEvent:
+    event_type = event_type_for(job.status)
+    return JobEvent(
+        event_id=job_id_for(f"{job.job_id}/{event_type}"),
+        event_type=event_type,
+        occurred_at=iso(occurred_at),
+        job_id=job.job_id,
+        status=job.status.value,
+        prompt=job.request.prompt if job.request else None,
+        request=job.request,
+        source=job.source,
+        artifacts=artifacts,
+        timings=EventTimings(**job.timings()),
+        error=job.error,
+    )
+
+
+def sns_message_attributes(event: JobEvent) -> dict[str, dict[str, str]]:
+    return {
+        "event_type": {"DataType": "String", "StringValue": event.event_type},
+        "status": {"DataType": "String", "StringValue": event.status},
+        "version": {"DataType": "Number", "StringValue": str(event.version)},
+    }

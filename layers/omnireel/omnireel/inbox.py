@@ -1,0 +1,111 @@
+"""Turning a file dropped under prompts/ into a job (or into a failed job with a clear reason)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote_plus
+
+from botocore.exceptions import ClientError
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_store import InboxStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.errors import InvalidRequest
+from omnireel.job import JobError, JobStatus
+from omnireel.observability import logger
+from omnireel.outcome import finish_job
+from omnireel.request import JobRequest, parse_job_request, parse_job_request_json
+from omnireel.submission import reject_submission, submit_job
+
+PREFIX = "prompts/"
+MAX_FILE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class InboxOutcome:
+    key: str
+    job_id: str
+    status: str  # accepted | rejected | duplicate
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"key": self.key, "job_id": self.job_id, "status": self.status, "reason": self.reason}
+
+
+def parse_inbox_file(key: str, data: bytes) -> JobRequest:
+    """``.txt``: the whole file (UTF-8) is the prompt; ``.json``: a full job request."""
+    lowered = key.lower()
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes")
+    if not data.strip():
+        raise InvalidRequest("the file is empty")
+    if lowered.endswith(".json"):
+        return parse_job_request_json(data)
+    if lowered.endswith(".txt"):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest(f"the file is not UTF-8 text (byte {exc.start})") from exc
+        return parse_job_request({"prompt": text.strip()})
+    raise InvalidRequest("unsupported file type: use .txt (a prompt) or .json (a job request)")
+
+
+def accept_inbox_object(
+    *,
+    bucket: str,
+    key: str,
+    sequencer: str,
+    size: int | None,
+    inbox: InboxStore,
+    jobs: JobStore,
+    workflow: Workflow,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+) -> InboxOutcome:
+    key = unquote_plus(key)
+    source = f"s3://{bucket}/{key}"
+    natural_key = f"inbox:{source}#{sequencer}"
+    try:
+        if not key.startswith(PREFIX):
+            raise InvalidRequest(f"files must be under {PREFIX}")
+        if size is not None and size > MAX_FILE_BYTES:
+            raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
+        request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES))
+    except InvalidRequest as exc:
+        job = reject_submission(
+            natural_key=natural_key,
+            source=source,
+            error=JobError(stage="accept", code=exc.code, message=exc.message),
+            jobs=jobs,
+        )
+        finish_job(
+            job.job_id,
+            JobStatus.FAILED,
+            step_error=None,
+            jobs=jobs,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=presign_seconds,
+        )
+        _tag(inbox, bucket, key, job.job_id, "rejected", exc.message)
+        logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": exc.message})
+        return InboxOutcome(key, job.job_id, "rejected", exc.message)
+    job, created = submit_job(request, source=source, natural_key=natural_key, jobs=jobs, workflow=workflow)
+    _tag(inbox, bucket, key, job.job_id, "accepted", None)
+    logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "created": created})
+    return InboxOutcome(key, job.job_id, "accepted" if created else "duplicate")
+
+
+def _tag(inbox: InboxStore, bucket: str, key: str, job_id: str, status: str, reason: str | None) -> None:
+    tags = {"omnireel-job-id": job_id, "omnireel-status": status}
+    if reason:
+        tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in reason)
+    try:
+        inbox.tag(bucket, key, tags)
+    except ClientError as exc:  # tagging is a courtesy; the job record and event are the truth
+        logger.warning("could not tag inbox object", extra={"key": key, "error": str(exc)})
+
+

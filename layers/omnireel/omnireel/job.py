@@ -1,0 +1,150 @@
+"""The job record and its lifecycle rules (pure: no AWS here).
+
+accepted -> generating_image -> staging_video -> rendering_video -> succeeded | failed
+
+A stage may be entered again (a retried Lambda re-enters its own stage) but never from a later
+stage, so a duplicate or stale step cannot move a job backwards. ``failed`` can be reached from any
+non-terminal state; terminal states are final.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from omnireel.request import JobRequest
+
+
+class JobStatus(StrEnum):
+    ACCEPTED = "accepted"
+    GENERATING_IMAGE = "generating_image"
+    STAGING_VIDEO = "staging_video"
+    RENDERING_VIDEO = "rendering_video"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+ORDER = [
+    JobStatus.ACCEPTED,
+    JobStatus.GENERATING_IMAGE,
+    JobStatus.STAGING_VIDEO,
+    JobStatus.RENDERING_VIDEO,
+    JobStatus.SUCCEEDED,
+]
+
+# Stage name used in error reports, keyed by the status the job was in when it failed.
+STAGE_OF_STATUS = {
+    JobStatus.ACCEPTED: "accept",
+    JobStatus.GENERATING_IMAGE: "generate_image",
+    JobStatus.STAGING_VIDEO: "stage_video_request",
+    JobStatus.RENDERING_VIDEO: "render_video",
+}
+
+
+def allowed_sources(target: JobStatus) -> list[JobStatus]:
+    """Statuses from which ``target`` may be entered (including itself, for retries)."""
+    if target is JobStatus.FAILED:
+        return [s for s in ORDER if not s.terminal]
+    if target is JobStatus.SUCCEEDED:
+        return [JobStatus.RENDERING_VIDEO]
+    index = ORDER.index(target)
+    return [ORDER[index - 1], target] if index else [target]
+
+
+class JobError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    stage: str
+    code: str
+    message: str
+
+
+class Artifacts(BaseModel):
+    """S3 URIs of what the job produced so far."""
+
+    image: str | None = None
+    video_request: str | None = None
+    video: str | None = None
+
+
+class AsyncInvocation(BaseModel):
+    """What SageMaker said when it accepted the async video request."""
+
+    inference_id: str
+    output_location: str
+    failure_location: str | None = None
+
+
+class Job(BaseModel):
+    """One item of the jobs table (``job_id`` is the partition key)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    status: JobStatus
+    request: JobRequest | None = Field(description="null for a submission that could not be read as a request")
+    source: str = Field(description="api | s3:<bucket>/<key>")
+    request_fingerprint: str | None = None
+    created_at: str
+    updated_at: str
+    stage_times: dict[str, str] = Field(default_factory=dict, description="status -> ISO time first entered")
+    artifacts: Artifacts = Field(default_factory=Artifacts)
+    async_invocation: AsyncInvocation | None = None
+    error: JobError | None = None
+    event_published_at: str | None = None
+    expires_at: int | None = None
+
+    def timings(self) -> dict[str, float | None]:
+        """Seconds spent per stage, as published in job events."""
+        times = {k: parse_time(v) for k, v in self.stage_times.items()}
+
+        def span(start: JobStatus, end: str) -> float | None:
+            a, b = times.get(start.value), times.get(end)
+            return round((b - a).total_seconds(), 3) if a and b else None
+
+        finished = JobStatus.SUCCEEDED.value if JobStatus.SUCCEEDED.value in times else JobStatus.FAILED.value
+        return {
+            "image_s": span(JobStatus.GENERATING_IMAGE, JobStatus.STAGING_VIDEO.value),
+            "staging_s": span(JobStatus.STAGING_VIDEO, JobStatus.RENDERING_VIDEO.value),
+            "video_queue_and_render_s": span(JobStatus.RENDERING_VIDEO, JobStatus.SUCCEEDED.value),
+            "total_s": span(JobStatus.ACCEPTED, finished),
+        }
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# Job ids are UUIDs: <= 64 chars (SageMaker InferenceId) and valid Step Functions execution names.
+_NAMESPACE = uuid.UUID("3f7c9d52-8a0e-4a55-9c3e-2f8f0f7d6a11")
+
+
+def new_job_id() -> str:
+    return str(uuid.uuid4())
+
+
+def job_id_for(natural_key: str) -> str:
+    """A stable job id for a natural key (Idempotency-Key + caller, or an S3 object version)."""
+    return str(uuid.uuid5(_NAMESPACE, natural_key))
+
+
+def fingerprint(request: JobRequest) -> str:
+    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,127 @@
+"""The job request: what an app asks for, validated with messages a person can act on."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from omnireel.errors import InvalidRequest
+
+MAX_PROMPT_CHARS = 2000
+_SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+
+
+class ImageOptions(BaseModel):
+    """Parameters of the real-time image call (FLUX.2-klein)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size: str = Field(default="1024x1024", description="WIDTHxHEIGHT, each 256..2048 and a multiple of 16")
+    num_inference_steps: int = Field(default=4, ge=1, le=50)
+
+    @field_validator("size")
+    @classmethod
+    def _check_size(cls, value: str) -> str:
+        match = _SIZE.match(value)
+        if not match:
+            raise ValueError("must look like 1024x1024")
+        width, height = int(match[1]), int(match[2])
+        for side in (width, height):
+            if not 256 <= side <= 2048 or side % 16:
+                raise ValueError("each side must be 256..2048 and a multiple of 16")
+        return value
+
+    @property
+    def width(self) -> int:
+        return int(self.size.split("x")[0])
+
+    @property
+    def height(self) -> int:
+        return int(self.size.split("x")[1])
+
+
+class VideoOptions(BaseModel):
+    """Parameters of the async video call (Wan2.1-VACE), sent as multipart text parts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    width: int = Field(default=480, ge=128, le=1280, multiple_of=16)
+    height: int = Field(default=320, ge=128, le=1280, multiple_of=16)
+    num_frames: int = Field(default=17, ge=5, le=161, description="4k+1 frames, as Wan2.1 expects")
+    fps: int = Field(default=8, ge=1, le=30)
+    num_inference_steps: int = Field(default=30, ge=1, le=100)
+
+    @field_validator("num_frames")
+    @classmethod
+    def _wan_frame_count(cls, value: int) -> int:
+        if (value - 1) % 4:
+            raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
+        return value
+
+
+Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
+
+
+class JobRequest(BaseModel):
+    """A prompt and everything that shapes the image and the video made from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: Prompt
+    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = None
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0)
+    image: ImageOptions = Field(default_factory=ImageOptions)
+    video: VideoOptions = Field(default_factory=VideoOptions)
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _must_be_object(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError("the request must be a JSON object")
+        return data
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "request"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def parse_job_request(data: Any) -> JobRequest:
+    """Validate a decoded JSON value; raise ``InvalidRequest`` with every problem listed."""
+    try:
+        return JobRequest.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequest(_describe(exc)) from exc
+
+
+def parse_job_request_json(raw: str | bytes) -> JobRequest:
+    """Validate a JSON document (API body or inbox ``.json`` file)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest(f"the request is not valid UTF-8 (byte {exc.start})") from exc
+    try:
+        return JobRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        if any(err["type"] == "json_invalid" for err in exc.errors()):
+            raise InvalidRequest(f"the request is not valid JSON: {exc.errors()[0]['msg']}") from exc
+        raise InvalidRequest(_describe(exc)) from exc

@@ -1,0 +1,71 @@
+"""Typed configuration, read once from the environment at cold start.
+
+Each function declares the settings model it needs; a missing or malformed variable fails the
+cold start with a message naming it, instead of failing later mid-job. Field ``jobs_table`` is
+read from ``JOBS_TABLE`` and so on (upper-case field name).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _EnvModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Self:
+        env = os.environ if environ is None else environ
+        values = {name: env[name.upper()] for name in cls.model_fields if name.upper() in env}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            names = ", ".join(str(err["loc"][0]).upper() for err in exc.errors())
+            raise RuntimeError(f"invalid or missing environment variables for {cls.__name__}: {names}") from exc
+
+
+class JobStoreSettings(_EnvModel):
+    jobs_table: str
+    job_ttl_days: int = Field(default=30, ge=1, le=3650)
+
+
+class ArtifactSettings(_EnvModel):
+    artifacts_bucket: str
+    presign_seconds: int = Field(default=3600, ge=60, le=604800)
+
+
+class ApiSettings(JobStoreSettings, ArtifactSettings):
+    state_machine_arn: str
+
+
+class InboxSettings(ApiSettings):
+    job_events_topic_arn: str
+    event_bus_name: str = "default"
+
+
+class ImageSettings(JobStoreSettings, ArtifactSettings):
+    image_endpoint_name: str
+    image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
+
+
+class StageSettings(JobStoreSettings, ArtifactSettings):
+    video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
+
+
+class VideoSettings(JobStoreSettings, ArtifactSettings):
+    video_endpoint_name: str
+    # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
+    video_invocation_timeout_seconds: int = Field(default=900, ge=1, le=3600)
+    video_request_ttl_seconds: int = Field(default=3600, ge=60, le=21600)
+
+
+class ResultSettings(JobStoreSettings, ArtifactSettings):
+    pass
+
+
+class PublishSettings(JobStoreSettings, ArtifactSettings):
+    job_events_topic_arn: str
+    event_bus_name: str = "default"

@@ -1,0 +1,46 @@
+"""The error mapping every step Lambda shares: domain errors become the state machine's step errors."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from omnireel.errors import OmnireelError, StepError, as_step_error
+from omnireel.observability import logger, metrics
+
+
+class StepInput(BaseModel):
+    """What the state machine passes to a step: the job id (plus a task token for callback steps)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str = Field(min_length=1, max_length=64)
+    task_token: str | None = None
+    outcome: str | None = None
+    error: dict[str, Any] | None = None
+
+
+def step_errors(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Re-raise domain errors as ``StepError`` / ``RetryableStepError`` and count failures per stage."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except ValidationError as exc:
+                metrics.add_metric(name=f"{stage}_failed", unit="Count", value=1)
+                raise StepError("InvalidStepInput", str(exc)) from exc
+            except OmnireelError as exc:
+                metrics.add_metric(name=f"{stage}_failed", unit="Count", value=1)
+                logger.warning(
+                    "step failed", extra={"stage": stage, "code": exc.code, "retryable": exc.retryable, "error": exc.message}
+                )
+                raise as_step_error(exc) from exc
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,55 @@
+"""Accepting work: a validated request becomes a job record and one named execution."""
+
+from __future__ import annotations
+
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.errors import IdempotencyConflict
+from omnireel.job import Job, JobError, JobStatus, fingerprint, iso, job_id_for, new_job_id, now
+from omnireel.request import JobRequest
+
+
+def submit_job(
+    request: JobRequest, *, source: str, natural_key: str | None, jobs: JobStore, workflow: Workflow
+) -> tuple[Job, bool]:
+    """Create the job (or find the one this natural key already made) and make sure it runs.
+
+    Returns (job, created). The same natural key with a different request is an
+    ``IdempotencyConflict``. Starting the execution is idempotent (named after the job id), so a
+    replay after a crash between the two writes still starts the job exactly once.
+    """
+    job_id = job_id_for(natural_key) if natural_key else new_job_id()
+    stamp = iso(now())
+    candidate = Job(
+        job_id=job_id,
+        status=JobStatus.ACCEPTED,
+        request=request,
+        source=source,
+        request_fingerprint=fingerprint(request),
+        created_at=stamp,
+        updated_at=stamp,
+        stage_times={JobStatus.ACCEPTED.value: stamp},
+    )
+    job, created = jobs.create(candidate)
+    if not created and job.request_fingerprint != candidate.request_fingerprint:
+        raise IdempotencyConflict(f"this idempotency key was already used for a different request (job {job.job_id})")
+    if job.status is JobStatus.ACCEPTED:
+        workflow.start(job.job_id)
+    return job, created
+
+
+def reject_submission(*, natural_key: str, source: str, error: JobError, jobs: JobStore) -> Job:
+    """Record an unreadable submission as a failed job so it gets its ``job.failed`` event."""
+    stamp = iso(now())
+    job = Job(
+        job_id=job_id_for(natural_key),
+        status=JobStatus.FAILED,
+        request=None,
+        source=source,
+        created_at=stamp,
+        updated_at=stamp,
+        stage_times={JobStatus.FAILED.value: stamp},
+        error=error,
+    )
+    stored, _ = jobs.create(job)
+    return stored

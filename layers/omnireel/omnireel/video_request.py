@@ -1,0 +1,51 @@
+"""The multipart/form-data body of the /v1/videos/sync request, staged in S3 for the async endpoint."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from requests_toolbelt.multipart.encoder import MultipartEncoder
+
+from omnireel.media import VideoReference
+from omnireel.request import JobRequest
+
+
+@dataclass(frozen=True)
+class VideoRequestBody:
+    body: bytes
+    content_type: str  # multipart/form-data; boundary=...
+
+
+def video_form_fields(request: JobRequest, reference: VideoReference, model_id: str | None) -> list[tuple[str, str]]:
+    """Every text part, in the order the container reads them; optional fields only when set."""
+    video = request.video
+    fields: list[tuple[str, str]] = []
+    if model_id:
+        fields.append(("model", model_id))
+    fields += [
+        ("prompt", request.prompt),
+        ("image_reference", reference.part_text),
+        ("width", str(video.width)),
+        ("height", str(video.height)),
+        ("num_frames", str(video.num_frames)),
+        ("fps", str(video.fps)),
+        ("num_inference_steps", str(video.num_inference_steps)),
+        ("guidance_scale", str(request.guidance_scale)),
+    ]
+    if request.seed is not None:
+        fields.append(("seed", str(request.seed)))
+    if request.negative_prompt:
+        fields.append(("negative_prompt", request.negative_prompt))
+    return fields
+
+
+def build_video_request(
+    request: JobRequest, reference: VideoReference, *, model_id: str | None = None, boundary: str | None = None
+) -> VideoRequestBody:
+    """Encode the form with requests-toolbelt (text parts only: no filename, so no file parts)."""
+    encoder = MultipartEncoder(
+        fields=video_form_fields(request, reference, model_id),
+        boundary=boundary or f"omnireel-{uuid.uuid4().hex}",
+    )
+    return VideoRequestBody(body=encoder.to_string(), content_type=encoder.content_type)

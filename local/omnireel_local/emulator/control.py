@@ -1,0 +1,55 @@
+"""The emulator's own control API (not part of the container contract).
+
+- ``GET /_emulator/config``: the live ``EmulatorConfig`` as JSON.
+- ``PUT /_emulator/config``: a partial JSON patch, e.g. ``{"faults": {"images": {"error_rate": 1}}}``;
+  ``faults`` merge per route and key (``{"faults": {"images": null}}`` clears a route).
+  Returns the new config; 400 if invalid.
+- ``GET /_emulator/stats``: per-route-kind counters (requests and outcomes) and per-path response status counts.
+- ``DELETE /_emulator/stats``: reset the counters.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .errors import EmulatorError, validation_error
+from .state import get_state
+
+
+def _config_json(request: Request) -> dict:
+    state = get_state(request)
+    data = state.config.model_dump(mode="json")
+    data["served_kinds"] = sorted(state.config.served_kinds())
+    return data
+
+
+async def get_config(request: Request) -> Response:
+    return JSONResponse(_config_json(request))
+
+
+async def put_config(request: Request) -> Response:
+    state = get_state(request)
+    try:
+        patch = await request.json()
+    except ValueError as exc:
+        raise EmulatorError(400, f"JSON decode error: {exc}") from exc
+    if not isinstance(patch, dict):
+        raise EmulatorError(400, "The config patch must be a JSON object")
+    patch.pop("served_kinds", None)
+    try:
+        new_config = state.config.merged(patch)
+    except ValidationError as exc:
+        raise validation_error(exc) from exc
+    state.replace_config(new_config)
+    return JSONResponse(_config_json(request))
+
+
+async def get_stats(request: Request) -> Response:
+    return JSONResponse(get_state(request).injector.stats())
+
+
+async def reset_stats(request: Request) -> Response:
+    get_state(request).injector.reset_stats()
+    return JSONResponse(get_state(request).injector.stats())

@@ -1,0 +1,55 @@
+"""Per-app mutable state: the live config, the fault injector and the async video job store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import HTTPConnection
+
+from .config import EmulatorConfig, RouteKind
+from .errors import EmulatorError
+from .faults import FaultInjector
+
+if TYPE_CHECKING:
+    from .videos import VideoJobStore
+
+
+@dataclass
+class EmulatorState:
+    config: EmulatorConfig
+    injector: FaultInjector
+    video_jobs: VideoJobStore
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def replace_config(self, config: EmulatorConfig) -> None:
+        if config.seed != self.config.seed:
+            self.injector.reseed(config.seed)
+        self.config = config
+
+
+def get_state(conn: HTTPConnection) -> EmulatorState:
+    return conn.app.state.emulator
+
+
+NOT_INITIALIZED = {
+    "images": "Image generation handler not initialized.",
+    "videos": "Video generation handler not initialized.",
+    "speech": "Speech generation handler not initialized.",
+}
+
+
+def require_kind(state: EmulatorState, kind: RouteKind) -> None:
+    """The real server's 503 when the served model has no handler for this kind."""
+    if not state.config.serves(kind):
+        raise EmulatorError(503, NOT_INITIALIZED[kind])
+
+
+def media_type(conn: HTTPConnection) -> str:
+    return conn.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def require_json(conn: HTTPConnection) -> None:
+    """vLLM's ``validate_json_request``: the media type must be exactly application/json (400 otherwise)."""
+    if media_type(conn) != "application/json":
+        raise EmulatorError(400, "Unsupported Media Type: Only 'application/json' is allowed")

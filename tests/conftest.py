@@ -1,0 +1,12 @@
+"""Test-wide safety: no test can reach real AWS (fake credentials, a fixed region)."""
+
+import os
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+os.environ["AWS_SECURITY_TOKEN"] = "testing"
+os.environ["AWS_SESSION_TOKEN"] = "testing"
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "omnireel-test")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "omnireel-test")

@@ -1,0 +1,78 @@
+import pytest
+
+from omnireel.errors import InvalidRequest
+from omnireel.request import MAX_PROMPT_CHARS, parse_job_request, parse_job_request_json
+
+
+def test_defaults_match_the_pipeline_contract():
+    request = parse_job_request({"prompt": "a red fox in snow"})
+    assert request.image.size == "1024x1024"
+    assert request.image.num_inference_steps == 4
+    assert (request.video.width, request.video.height) == (480, 320)
+    assert request.video.num_frames == 17
+    assert request.video.fps == 8
+    assert request.video.num_inference_steps == 30
+    assert request.guidance_scale == 5.0
+    assert request.seed is None and request.negative_prompt is None
+
+
+def test_any_unicode_prompt_is_accepted():
+    prompt = "山の上の猫 🐈 — café, naïve, Ünïcödé"
+    assert parse_job_request({"prompt": prompt}).prompt == prompt
+
+
+@pytest.mark.parametrize(
+    ("payload", "fragment"),
+    [
+        ({}, "prompt: Field required"),
+        ({"prompt": ""}, "prompt: String should have at least 1 character"),
+        ({"prompt": "   \n\t"}, "prompt: must not be blank"),
+        ({"prompt": "x" * (MAX_PROMPT_CHARS + 1)}, "at most 2000 characters"),
+        ({"prompt": "ok", "colour": "red"}, "colour: unknown field"),
+        ({"prompt": "ok", "video": {"num_frames": 16}}, "video.num_frames: must be 4k+1"),
+        ({"prompt": "ok", "video": {"width": 481}}, "video.width"),
+        ({"prompt": "ok", "image": {"size": "big"}}, "image.size: must look like 1024x1024"),
+        ({"prompt": "ok", "image": {"size": "100x100"}}, "image.size: each side must be 256..2048"),
+        ({"prompt": "ok", "seed": -1}, "seed"),
+        ({"prompt": "ok", "guidance_scale": 21}, "guidance_scale"),
+        ({"prompt": "ok", "video": {"fps": "fast"}}, "video.fps"),
+        (["prompt"], "must be a JSON object"),
+    ],
+)
+def test_invalid_requests_name_the_problem(payload, fragment):
+    with pytest.raises(InvalidRequest) as caught:
+        parse_job_request(payload)
+    assert fragment in caught.value.message
+    assert caught.value.code == "InvalidRequest"
+
+
+def test_prompt_limit_is_in_characters_not_bytes():
+    prompt = "é" * MAX_PROMPT_CHARS  # 4000 bytes in UTF-8
+    assert parse_job_request({"prompt": prompt}).prompt == prompt
+
+
+def test_all_problems_are_reported_together():
+    with pytest.raises(InvalidRequest) as caught:
+        parse_job_request({"prompt": "", "extra": 1})
+    assert "prompt" in caught.value.message and "extra: unknown field" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"\xff\xfe{}", "not valid UTF-8"),
+        (b'"just a string"', "must be a JSON object"),
+    ],
+)
+def test_json_documents(raw, fragment):
+    with pytest.raises(InvalidRequest) as caught:
+        parse_job_request_json(raw)
+    assert fragment in caught.value.message
+
+
+def test_json_document_with_nested_options():
+    request = parse_job_request_json(
+        '{"prompt": "p", "seed": 7, "negative_prompt": "blur", "video": {"num_frames": 33, "fps": 16}}'
+    )
+    assert request.seed == 7 and request.video.num_frames == 33 and request.video.fps == 16
