@@ -182,6 +182,8 @@ class Session:
                     self._m.utterances_total += 1
                 self._m.client_messages_total += 1
                 await self._upstream.send_text(message)
+                if event.type == "session.close":
+                    await self._upstream.end_input()
         except UpstreamError as exc:
             self._upstream_failed(exc)
             return

@@ -27,6 +27,7 @@ class Settings(BaseModel):
     sagemaker_region: str | None = None
     sagemaker_endpoint_uri: str | None = None  # default https://runtime.sagemaker.{region}.amazonaws.com:8443
     sagemaker_target_variant: str | None = None
+    sagemaker_ca_bundle: str | None = None  # PEM file replacing the system trust store (proxies, local tests)
     model_invocation_path: str = "v1/audio/speech/stream"
 
     # --- auth -----------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ class Upstream(Protocol):
     async def send_text(self, text: str) -> None:
         """Forward one client JSON event (one complete message)."""
 
+    async def end_input(self) -> None:
+        """The client sent ``session.close``: nothing more will be forwarded (half-close where the transport has it)."""
+
     async def receive(self) -> str | bytes | None:
         """Next upstream frame: ``str`` = JSON event, ``bytes`` = audio. ``None`` = the upstream ended cleanly."""
 

@@ -4,8 +4,16 @@
 - Each client WebSocket message becomes one ``RequestPayloadPart(data_type="UTF8", completion_state="COMPLETE")``.
 - Response ``UTF8`` parts become text frames, ``BINARY`` parts binary frames; ``PARTIAL`` parts are joined until
   ``COMPLETE`` so one upstream WebSocket message stays one frame (the relay never re-chunks audio).
-- ``ModelStreamError`` / ``InternalStreamFailure`` / SDK exceptions raise :class:`UpstreamError` (→ ``error``, 1011).
+- ``ModelStreamError`` / ``InternalStreamFailure`` (which the SDK's receiver *raises*, it does not return them as
+  events) and other SDK exceptions raise :class:`UpstreamError` (→ ``error``, 1011).
 - No per-frame timeout around ``receive()`` (it can corrupt the stream); the session's single deadline bounds it.
+
+Transport: the SDK's config defaults ``transport`` to ``AIOHTTPClient()`` (HTTP/1.1), which cannot carry a duplex
+event stream (smithy_core raises ``UnsupportedTransportError``) and is not what SageMaker's :8443 endpoint speaks. The
+relay always passes an ``AWSCRTHTTPClient`` (``awscrt``) configured with ``force_http_2=True``: ALPN offers ``h2``
+and a connection that negotiates anything else is refused instead of silently downgraded. The CRT client keeps one
+connection per (scheme, host, port) and multiplexes every session's stream over it. ``sagemaker_ca_bundle`` (a PEM
+file) replaces the system trust store; it exists for TLS-intercepting proxies and the local HTTP/2 test server.
 
 Credentials: :class:`BotocoreCredentialsResolver` wraps botocore's default provider chain (env, web identity,
 **ECS container credentials of the task role**, IMDS...). Those are ``RefreshableCredentials``: botocore refreshes
@@ -18,10 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from copy import deepcopy
 from typing import Any
 
 from aws_sdk_sagemaker_runtime_http2.models import (
+    InternalStreamFailure,
     InvokeEndpointWithBidirectionalStreamInput,
+    ModelStreamError,
     RequestPayloadPart,
     RequestStreamEventPayloadPart,
     ResponseStreamEventInternalStreamFailure,
@@ -29,7 +40,9 @@ from aws_sdk_sagemaker_runtime_http2.models import (
     ResponseStreamEventPayloadPart,
     ResponseStreamEventUnknown,
 )
+from awscrt import io as crt_io
 from smithy_aws_core.identity import AWSCredentialsIdentity
+from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig
 
 from .settings import Settings
 from .upstream import UpstreamError
@@ -39,6 +52,52 @@ log = logging.getLogger(__name__)
 
 def endpoint_uri(region: str) -> str:
     return f"https://runtime.sagemaker.{region}.amazonaws.com:8443"
+
+
+class HTTP2Transport(AWSCRTHTTPClient):
+    """``AWSCRTHTTPClient`` that insists on HTTP/2 and optionally trusts a given CA bundle (PEM bytes).
+
+    ``__deepcopy__`` is overridden because the SDK deep-copies its config (transport included) once at client set-up,
+    and the base class's copy would rebuild the TLS context from the system trust store.
+
+    ``_get_connection`` is serialized: smithy-http 0.6 checks its one-connection-per-host pool without a lock, so a
+    burst of sessions opening at once would each dial a connection and all but the last would be dropped from the
+    pool (never closed by ``close()``). With the lock the first dial is shared and every stream multiplexes over it.
+    """
+
+    def __init__(
+        self,
+        eventloop: Any | None = None,
+        client_config: AWSCRTHTTPClientConfig | None = None,
+        ca_pem: bytes | None = None,
+    ) -> None:
+        super().__init__(eventloop=eventloop, client_config=client_config or AWSCRTHTTPClientConfig(force_http_2=True))
+        self.ca_pem = ca_pem
+        self._connect_lock = asyncio.Lock()
+        if ca_pem is not None:
+            options = crt_io.TlsContextOptions()
+            options.override_default_trust_store(ca_pem)
+            self._tls_ctx = crt_io.ClientTlsContext(options)
+
+    async def _get_connection(self, url: Any) -> Any:
+        async with self._connect_lock:
+            return await super()._get_connection(url)
+
+    @property
+    def force_http_2(self) -> bool:
+        return self._config.force_http_2
+
+    def __deepcopy__(self, memo: Any) -> HTTP2Transport:
+        return HTTP2Transport(eventloop=self._eventloop, client_config=deepcopy(self._config), ca_pem=self.ca_pem)
+
+
+def make_transport(ca_bundle: str | None = None) -> HTTP2Transport:
+    """The SDK transport for SageMaker's bidirectional stream: CRT, HTTP/2 only."""
+    ca_pem = None
+    if ca_bundle:
+        with open(ca_bundle, "rb") as f:
+            ca_pem = f.read()
+    return HTTP2Transport(ca_pem=ca_pem)
 
 
 class BotocoreCredentialsResolver:
@@ -80,6 +139,7 @@ class SageMakerUpstream:
         self._stream = stream
         self._receiver = receiver
         self._closed = False
+        self._input_closed = False
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -90,12 +150,31 @@ class SageMakerUpstream:
         except Exception as exc:  # noqa: BLE001 - any SDK/transport failure ends the session
             raise UpstreamError("dropped", f"SageMaker stream send failed: {type(exc).__name__}: {exc}") from None
 
+    async def end_input(self) -> None:
+        """Send the signed end-of-input frame (HTTP/2 END_STREAM) right after ``session.close``.
+
+        Half-closing before the endpoint ends the response matters: once the response has ended, CRT treats the
+        HTTP/2 stream as complete and a late end frame fails inside awscrt's body-writer task.
+        """
+        if self._input_closed:
+            return
+        self._input_closed = True
+        try:
+            async with asyncio.timeout(2):
+                await self._stream.input_stream.close()
+        except Exception:
+            log.debug("SageMaker input stream close failed", exc_info=True)
+
     async def receive(self) -> str | bytes | None:
         pending = bytearray()
         pending_type: str | None = None
         while True:
             try:
                 event = await self._receiver.receive()
+            except ModelStreamError as err:  # the SDK raises modeled stream exceptions from receive()
+                raise UpstreamError("model_error", f"model stream error {err.error_code}: {err.message}") from None
+            except InternalStreamFailure as err:
+                raise UpstreamError("internal", f"SageMaker internal stream failure: {err.message}") from None
             except Exception as exc:  # noqa: BLE001
                 raise UpstreamError("dropped", f"SageMaker stream failed: {type(exc).__name__}: {exc}") from None
             match event:
@@ -111,6 +190,7 @@ class SageMakerUpstream:
                     if pending_type == "UTF8":
                         return data.decode("utf-8", errors="replace")
                     return data
+                # 0.12.0's receiver raises these (above); kept in case a release returns them as events instead
                 case ResponseStreamEventModelStreamError(value=err):
                     raise UpstreamError("model_error", f"model stream error {err.error_code}: {err.message}")
                 case ResponseStreamEventInternalStreamFailure(value=err):
@@ -124,11 +204,7 @@ class SageMakerUpstream:
         if self._closed:
             return
         self._closed = True
-        try:
-            async with asyncio.timeout(2):
-                await self._stream.input_stream.close()
-        except Exception:
-            log.debug("SageMaker input stream close failed", exc_info=True)
+        await self.end_input()
         try:
             async with asyncio.timeout(2):
                 await self._receiver.close()
@@ -155,6 +231,7 @@ class SageMakerUpstreamFactory:
             endpoint_uri=settings.sagemaker_endpoint_uri or endpoint_uri(region),
             region=region,
             aws_credentials_identity_resolver=credentials_resolver or BotocoreCredentialsResolver(),
+            transport=make_transport(settings.sagemaker_ca_bundle),
         )
         assert settings.sagemaker_endpoint is not None
         return cls(

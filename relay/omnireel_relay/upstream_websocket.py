@@ -24,6 +24,9 @@ class WebSocketUpstream:
         except ConnectionClosed as exc:
             raise UpstreamError("dropped", f"upstream connection lost while sending ({exc})") from None
 
+    async def end_input(self) -> None:
+        """WebSocket has no half-close: the server closes after ``session.close``."""
+
     async def receive(self) -> str | bytes | None:
         try:
             return await self._ws.recv()

@@ -95,7 +95,7 @@ def accept_inbox_object(
         return InboxOutcome(key, job.job_id, "rejected", exc.message)
     job, created = submit_job(request, source=source, natural_key=natural_key, jobs=jobs, workflow=workflow)
     _tag(inbox, bucket, key, job.job_id, "accepted", None)
-    logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "created": created})
+    logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "new_job": created})
     return InboxOutcome(key, job.job_id, "accepted" if created else "duplicate")
 
 

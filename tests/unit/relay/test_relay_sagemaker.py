@@ -1,20 +1,24 @@
-"""SageMaker upstream against faithful fakes of the SDK's stream objects.
+"""SageMaker upstream against faithful fakes of the SDK's stream objects (fast, failure modes).
 
-Why fakes: ``InvokeEndpointWithBidirectionalStream`` needs an AWS event-stream endpoint that verifies SigV4 and
-speaks the SageMaker runtime's streaming protocol on port 8443; no local server for it exists here (moto does not
-implement it). The fakes reproduce the SDK 0.12.0 surface the relay uses — ``client.invoke_endpoint_with_
-bidirectional_stream(input=...)`` returning a stream with ``input_stream.send/close`` and ``await_output()``
-returning ``(output, receiver)`` whose ``receive()`` yields the SDK's real event classes and ``None`` at the end —
-and the tests assert exactly what the relay sends: the SDK's own ``InvokeEndpointWithBidirectionalStreamInput`` and
+The real SDK + CRT HTTP/2 transport are exercised end to end in
+``tests/integration/relay/test_relay_sagemaker_http2.py`` against a local HTTP/2 event-stream server. These fakes
+reproduce the SDK 0.12.0 surface the relay uses — ``client.invoke_endpoint_with_bidirectional_stream(input=...)``
+returning a stream with ``input_stream.send/close`` and ``await_output()`` returning ``(output, receiver)`` whose
+``receive()`` yields the SDK's real event classes, ``None`` at the end, and (like the real ``AWSEventReceiver``)
+*raises* the ``ModelStreamError`` / ``InternalStreamFailure`` carried by an exception event — and the tests assert
+exactly what the relay sends: the SDK's own ``InvokeEndpointWithBidirectionalStreamInput`` and
 ``RequestStreamEventPayloadPart(RequestPayloadPart(bytes_, "UTF8", "COMPLETE"))`` objects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import struct
+import tempfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from aws_sdk_sagemaker_runtime_http2.models import (
@@ -33,10 +37,16 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
-from omnireel_relay.upstream_sagemaker import BotocoreCredentialsResolver, SageMakerUpstreamFactory, endpoint_uri
+from omnireel_relay.upstream_sagemaker import (
+    BotocoreCredentialsResolver,
+    HTTP2Transport,
+    SageMakerUpstreamFactory,
+    endpoint_uri,
+)
 from websockets.exceptions import ConnectionClosed
 
 from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, run, speak
+from tests.unit.relay.tls_cert import self_signed_cert
 
 
 def _part(data: bytes, data_type: str, state: str = "COMPLETE") -> ResponseStreamEventPayloadPart:
@@ -51,7 +61,11 @@ class FakeReceiver:
         self.closed = False
 
     async def receive(self) -> Any:
-        return await self.events.get()
+        event = await self.events.get()
+        value = getattr(event, "value", None)
+        if isinstance(value, Exception):  # smithy_aws_event_stream's AWSEventReceiver does exactly this
+            raise value
+        return event
 
     async def close(self) -> None:
         self.closed = True
@@ -284,6 +298,13 @@ def test_factory_builds_real_sdk_client_with_refreshing_resolver() -> None:
         assert isinstance(factory._client, AsyncSageMakerRuntimeHTTP2Client)
         assert factory._client._config.endpoint_uri == "https://runtime.sagemaker.eu-west-1.amazonaws.com:8443"
         assert factory._client._config.aws_credentials_identity_resolver is resolver
+        transport = factory._client._config.transport
+        assert isinstance(transport, HTTP2Transport) and transport.force_http_2 and transport.ca_pem is None
+        assert transport.SUPPORTS_DUPLEX_STREAMING is True
+        with tempfile.TemporaryDirectory() as tmp:
+            _, _, pem = self_signed_cert(Path(tmp))
+        copied = copy.deepcopy(HTTP2Transport(ca_pem=pem))  # the SDK deep-copies its config at set-up
+        assert isinstance(copied, HTTP2Transport) and copied.ca_pem == pem and copied.force_http_2
         assert endpoint_uri("us-east-1") == "https://runtime.sagemaker.us-east-1.amazonaws.com:8443"
         await factory.aclose()
 

@@ -1,0 +1,349 @@
+"""Runs Lambda functions without Docker: warm worker processes per function, reused like execution environments.
+
+Each function gets a small pool of ``lambda_worker`` processes. An invocation takes an idle worker (a *warm*
+start) or starts a new one (a *cold* start: the handler module is imported, which runs the function's init code);
+a worker serves one invocation at a time. A configuration change (environment, handler, code path) retires the
+old workers, as Lambda does. An invocation that exceeds the function's Timeout kills its worker and fails with
+``Sandbox.Timedout``, like Lambda. Unhandled exceptions come back as ``{"errorMessage", "errorType",
+"stackTrace"}`` with the function-error flag set, so Step Functions Retry/Catch match on the exception class name.
+
+The code that runs is the code ``sam build`` packages: the function's CodeUri folder plus its layers' folders,
+with the interpreter's site-packages standing in for the layer's pinned requirements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("omnireel_local.lambda")
+
+# Environment variables passed through from the stack process to workers (nothing else leaks in).
+_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
+_START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class FunctionCode:
+    """Where a function's code lives on disk (from the template's CodeUri / layer ContentUri)."""
+
+    code_dir: Path
+    layer_dirs: tuple[Path, ...] = ()
+
+
+@dataclass
+class Invocation:
+    """What the moto patch hands over: the function's live configuration and the event."""
+
+    function_name: str
+    function_arn: str
+    handler: str
+    runtime: str
+    timeout_s: float
+    memory_mb: int
+    environment: dict[str, str]
+    payload: str
+    log_group: str | None = None
+
+
+@dataclass
+class InvokeResult:
+    payload: str
+    errored: bool
+    cold: bool = False
+    duration_s: float = 0.0
+
+
+class _Worker:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path, name: str):
+        self.name = name
+        self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the worker
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log_file,
+            cwd=cwd,
+            env=env,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.ready = False
+        self.invocations = 0
+        self.signature = ""
+        threading.Thread(target=self._read, name=f"lambda-{name}-{self.proc.pid}", daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next protocol message, or None on timeout / worker exit."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if line is None:
+                return None
+            line = line.strip()
+            if line:
+                return json.loads(line)
+
+    def send(self, message: dict[str, Any]) -> bool:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace: float = 2.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.log_file.close()
+
+
+@dataclass
+class _Pool:
+    signature: str
+    idle: list[_Worker] = field(default_factory=list)
+    busy: set[_Worker] = field(default_factory=set)
+
+
+class LambdaRunner:
+    def __init__(self, moto_endpoint: str, region: str, log_dir: Path, max_workers_per_function: int = 4):
+        self.moto_endpoint = moto_endpoint
+        self.region = region
+        self.log_dir = log_dir
+        self.max_workers = max_workers_per_function
+        self._code: dict[str, FunctionCode] = {}
+        self._pools: dict[str, _Pool] = {}
+        self._lock = threading.Condition()
+        self._closed = False
+        log_dir.mkdir(parents=True, exist_ok=True)
+
+    # ---------------------------------------------------------------- registry
+    def register(self, function_name: str, code: FunctionCode) -> None:
+        self._code[function_name] = code
+
+    def knows(self, function_name: str) -> bool:
+        return function_name in self._code
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.pid for pool in self._pools.values() for w in (*pool.idle, *pool.busy)]
+
+    # ---------------------------------------------------------------- invocation
+    def invoke(self, inv: Invocation) -> InvokeResult:
+        code = self._code.get(inv.function_name)
+        if code is None:
+            return self._failure(
+                "Runtime.InvalidEntrypoint",
+                f"function {inv.function_name} was not provisioned from template.yaml; the local runner only runs "
+                "functions whose code it knows (CodeUri)",
+            )
+        env = self._environment(inv, code)
+        argv = [sys.executable, "-m", "omnireel_local.lambda_worker", "--handler", inv.handler]
+        for path in (code.code_dir, *code.layer_dirs):
+            argv += ["--path", str(path)]
+        signature = hashlib.sha256(json.dumps([argv, sorted(env.items())]).encode()).hexdigest()
+        started = time.monotonic()
+        worker, cold = self._acquire(inv.function_name, signature, argv, env, code.code_dir, inv.timeout_s)
+        if worker is None:
+            return self._failure("Lambda.TooManyRequestsException", f"no free execution environment for {inv.function_name}")
+        keep = False
+        try:
+            if cold:
+                message = worker.receive(_START_TIMEOUT_S)
+                if message is None or "init_error" in message:
+                    error = (message or {}).get("init_error") or {
+                        "errorMessage": f"the execution environment of {inv.function_name} exited during init",
+                        "errorType": "Runtime.ExitError",
+                    }
+                    log.error("lambda %s: init failed: %s", inv.function_name, error.get("errorMessage"))
+                    return InvokeResult(json.dumps(error), True, cold, time.monotonic() - started)
+            request_id = str(uuid.uuid4())
+            deadline_ms = int(time.time() * 1000 + inv.timeout_s * 1000)
+            log.info(
+                "lambda %s: %s (worker pid %d, request %s)",
+                inv.function_name,
+                "cold start" if cold else "warm",
+                worker.pid,
+                request_id,
+            )
+            if not worker.send(
+                {"request_id": request_id, "payload": inv.payload, "deadline_ms": deadline_ms, "function_arn": inv.function_arn}
+            ):
+                return self._failure("Runtime.ExitError", f"the execution environment of {inv.function_name} exited")
+            answer = worker.receive(inv.timeout_s)
+            elapsed = time.monotonic() - started
+            if answer is None:
+                if worker.alive():
+                    log.warning("lambda %s: timed out after %.0f s, killing worker %d", inv.function_name, inv.timeout_s, worker.pid)
+                    return InvokeResult(
+                        json.dumps(
+                            {
+                                "errorMessage": f"RequestId: {request_id} Error: Task timed out after {inv.timeout_s:.2f} seconds",
+                                "errorType": "Sandbox.Timedout",
+                            }
+                        ),
+                        True,
+                        cold,
+                        elapsed,
+                    )
+                return InvokeResult(
+                    json.dumps(
+                        {
+                            "errorMessage": f"RequestId: {request_id} Error: Runtime exited without providing a reason",
+                            "errorType": "Runtime.ExitError",
+                        }
+                    ),
+                    True,
+                    cold,
+                    elapsed,
+                )
+            keep = True
+            worker.invocations += 1
+            if answer.get("ok"):
+                return InvokeResult(answer["result"], False, cold, elapsed)
+            return InvokeResult(json.dumps(answer["error"]), True, cold, elapsed)
+        finally:
+            self._release(inv.function_name, worker, keep)
+
+    @staticmethod
+    def _failure(error_type: str, message: str) -> InvokeResult:
+        return InvokeResult(json.dumps({"errorMessage": message, "errorType": error_type}), True)
+
+    def _environment(self, inv: Invocation, code: FunctionCode) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in _PASSTHROUGH}
+        env.update({k: str(v) for k, v in inv.environment.items()})
+        env.update(
+            {
+                "AWS_ENDPOINT_URL": self.moto_endpoint,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's dummy credentials
+                "AWS_SESSION_TOKEN": "testing",  # noqa: S105
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region,
+                "AWS_LAMBDA_FUNCTION_NAME": inv.function_name,
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(inv.memory_mb),
+                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(inv.timeout_s)),
+                "AWS_LAMBDA_LOG_GROUP_NAME": inv.log_group or f"/aws/lambda/{inv.function_name}",
+                "AWS_LAMBDA_LOG_STREAM_NAME": f"local/{inv.function_name}",
+                "AWS_EXECUTION_ENV": f"AWS_Lambda_{inv.runtime}",
+                "LAMBDA_TASK_ROOT": str(code.code_dir),
+                "_HANDLER": inv.handler,
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        return env
+
+    def _acquire(
+        self, name: str, signature: str, argv: list[str], env: dict[str, str], cwd: Path, timeout_s: float
+    ) -> tuple[_Worker | None, bool]:
+        deadline = time.monotonic() + max(timeout_s, 30.0)
+        retired: list[_Worker] = []
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is None or pool.signature != signature:
+                if pool is not None:
+                    log.info("lambda %s: configuration changed, retiring %d warm worker(s)", name, len(pool.idle))
+                    retired = pool.idle
+                new_pool = _Pool(signature)
+                if pool is not None:
+                    new_pool.busy = pool.busy  # they finish their invocation, then stop (signature mismatch)
+                pool = self._pools[name] = new_pool
+            while True:
+                if self._closed:
+                    return None, False
+                while pool.idle:
+                    worker = pool.idle.pop()
+                    if worker.alive():
+                        pool.busy.add(worker)
+                        break
+                    retired.append(worker)
+                else:
+                    worker = None
+                if worker is not None:
+                    cold = False
+                    break
+                if len(pool.busy) < self.max_workers:
+                    worker = _Worker(argv, env, cwd, self.log_dir / f"lambda-{name}.log", name)
+                    worker.signature = signature
+                    pool.busy.add(worker)
+                    cold = True
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None, False
+                self._lock.wait(timeout=remaining)
+        for old in retired:
+            old.stop()
+        return worker, cold
+
+    def _release(self, name: str, worker: _Worker, keep: bool) -> None:
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is not None:
+                pool.busy.discard(worker)
+            reusable = (
+                keep
+                and worker.alive()
+                and pool is not None
+                and pool.signature == worker.signature
+                and not self._closed
+            )
+            if reusable and pool is not None:
+                pool.idle.append(worker)
+            self._lock.notify_all()
+        if not reusable:
+            threading.Thread(target=worker.stop, kwargs={"grace": 0.5}, daemon=True).start()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers = [w for pool in self._pools.values() for w in (*pool.idle, *pool.busy)]
+            self._pools.clear()
+            self._lock.notify_all()
+        for worker in workers:
+            worker.stop(grace=1.0)

@@ -1,0 +1,261 @@
+"""Every change the local stack makes to moto, in one place, pinned to the moto version it was written for.
+
+moto gives us the AWS wire protocol and state for every service, and (with ``execute_state_machine``) a real ASL
+interpreter. Where it stops short of what the pipeline relies on in AWS, a patch below fills the gap. Each patch says
+why it exists. ``apply()`` refuses to run on any other moto version: the patched methods are internals, and a silent
+mismatch would make the local stack lie. To move to a new moto, re-verify each patch and bump ``MOTO_VERSION``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote
+
+import moto
+
+from .lambda_runner import Invocation, InvokeResult, LambdaRunner
+from .sagemaker_hosting import SageMakerHosting
+
+log = logging.getLogger("omnireel_local.moto")
+
+MOTO_VERSION = "5.2.5"
+# Lambda retries failed asynchronous invocations twice, after about 1 and 2 minutes; locally 1 s and 2 s.
+ASYNC_RETRY_DELAYS_S = (1.0, 2.0)
+
+_applied = False
+
+
+class MotoVersionMismatch(RuntimeError):
+    pass
+
+
+def _iso_now() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+class AsyncInvoker:
+    """Event-driven (asynchronous) Lambda invocations, as the Lambda service runs them for S3 and SNS.
+
+    The caller's request returns at once; the function runs on a background thread; a failed invocation is retried
+    ``MaximumRetryAttempts`` times (EventInvokeConfig, default 2) and then sent to its ``OnFailure`` destination.
+    """
+
+    def __init__(self, run: Callable[[Any, str], InvokeResult], sqs_send: Callable[[str, str], None]):
+        self._run = run
+        self._sqs_send = sqs_send
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lambda-async")
+
+    def submit(self, fn: Any, payload: str, source: str) -> None:
+        self._pool.submit(self._invoke, fn, payload, source)
+
+    def _invoke(self, fn: Any, payload: str, source: str) -> None:
+        config = fn.event_invoke_config[0].config if getattr(fn, "event_invoke_config", None) else {}
+        retries = int(config.get("MaximumRetryAttempts", 2))
+        result: InvokeResult | None = None
+        attempt = 0
+        for attempt in range(1, retries + 2):
+            try:
+                result = self._run(fn, payload)
+            except Exception:
+                log.exception("async invocation of %s crashed", fn.function_name)
+                result = None
+            if result is not None and not result.errored:
+                return
+            log.warning(
+                "async invocation of %s from %s failed (attempt %d of %d): %s",
+                fn.function_name,
+                source,
+                attempt,
+                retries + 1,
+                (result.payload if result else "crash")[:300],
+            )
+            if attempt <= retries:
+                time.sleep(ASYNC_RETRY_DELAYS_S[min(attempt - 1, len(ASYNC_RETRY_DELAYS_S) - 1)])
+        destination = (config.get("DestinationConfig") or {}).get("OnFailure", {}).get("Destination")
+        if not destination:
+            return
+        record = {
+            "version": "1.0",
+            "timestamp": _iso_now(),
+            "requestContext": {
+                "requestId": str(uuid.uuid4()),
+                "functionArn": f"{fn.function_arn}:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": attempt,
+            },
+            "requestPayload": json.loads(payload),
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+            "responsePayload": json.loads(result.payload) if result else None,
+        }
+        if destination.split(":")[2] == "sqs":
+            self._sqs_send(destination, json.dumps(record))
+            log.warning("async invocation of %s: retries exhausted, sent to %s", fn.function_name, destination)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[str, str], None]) -> AsyncInvoker:
+    """Install the patches into this process (the one that runs the moto server). Idempotent per process."""
+    global _applied
+    if moto.__version__ != MOTO_VERSION:
+        raise MotoVersionMismatch(
+            f"omnireel's local stack patches moto {MOTO_VERSION} internals, but moto {moto.__version__} is installed; "
+            f"install moto=={MOTO_VERSION} (requirements/) or re-verify omnireel_local/moto_patches.py"
+        )
+    if _applied:
+        raise RuntimeError("moto patches are already applied in this process")
+
+    from moto.awslambda.models import LambdaFunction
+    from moto.s3 import notifications as s3_notifications
+    from moto.sagemaker.models import FakeEndpointConfig
+    from moto.sagemakerruntime.responses import SageMakerRuntimeResponse
+    from moto.sns.models import Subscription
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    def run(fn: Any, payload: str) -> InvokeResult:
+        env = dict((fn.environment_vars or {}) if hasattr(fn, "environment_vars") else {})
+        logging_config = getattr(fn, "logging_config", None) or {}
+        return runner.invoke(
+            Invocation(
+                function_name=fn.function_name,
+                function_arn=fn.function_arn,
+                handler=fn.handler,
+                runtime=fn.run_time or "python3.13",
+                timeout_s=float(fn.timeout or 3),
+                memory_mb=int(fn.memory_size or 128),
+                environment=env,
+                payload=payload,
+                log_group=logging_config.get("LogGroup") if isinstance(logging_config, dict) else None,
+            )
+        )
+
+    invoker = AsyncInvoker(run, sqs_send)
+
+    # 1. Lambda: moto runs function code only in Docker (lambci images). We have no Docker, and we want the real
+    #    handler code with warm execution environments, so every invocation path (Invoke API, Step Functions task,
+    #    SNS, S3, SQS event sources) is routed through LambdaRunner. Returns moto's (payload, errored, logs) triple;
+    #    `errored` sets the function-error header, which is what Step Functions turns into Retry/Catch errors.
+    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        payload = event if isinstance(event, str) else json.dumps(event if event is not None else {})
+        result = run(self, payload)
+        return result.payload, result.errored, ""
+
+    LambdaFunction._invoke_lambda = _invoke_lambda
+
+    # 2. Step Functions (execute mode): StartExecution without `name` creates an execution literally named "None",
+    #    and a second unnamed start then fails. AWS generates a UUID name; so do we.
+    original_start = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+
+    # 3. SageMaker runtime: moto's InvokeEndpoint returns canned results (and never checks the endpoint), and its
+    #    InvokeEndpointAsync writes canned data to a random bucket with no SNS notification. Route both to the local
+    #    hosting shim, which calls the container emulator and implements the async queue/S3/SNS contract.
+    def invoke_endpoint(self: Any) -> Any:
+        name = unquote(self.path.split("/")[2])
+        body = self.raw_body if isinstance(self.raw_body, bytes) else (self.raw_body or "").encode()
+        return hosting.invoke(name, body, dict(self.headers.items()))
+
+    def invoke_endpoint_async(self: Any) -> Any:
+        name = unquote(self.path.split("/")[2])
+        return hosting.invoke_async(name, dict(self.headers.items()))
+
+    SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    SageMakerRuntimeResponse.invoke_endpoint_async = invoke_endpoint_async
+
+    # 4. SageMaker control plane: moto validates InstanceType against a stale allow-list (no ml.g5/g6/g6e/p5) and
+    #    rejects variants that use InstancePools instead of InstanceType (a newer API field). The template uses both;
+    #    accept any ml.* type and instance pools so the endpoint config round-trips exactly as declared.
+    def validate_production_variants(self: Any, production_variants: list[dict[str, Any]]) -> None:
+        from moto.sagemaker.exceptions import ValidationError
+
+        for variant in production_variants:
+            types = [variant["InstanceType"]] if "InstanceType" in variant else []
+            types += [pool.get("InstanceType", "") for pool in variant.get("InstancePools") or []]
+            if not types and "ServerlessConfig" not in variant:
+                raise ValidationError(message="ProductionVariant needs InstanceType, InstancePools or ServerlessConfig")
+            for instance_type in types:
+                if not str(instance_type).startswith("ml."):
+                    raise ValidationError(message=f"Value '{instance_type}' at 'instanceType' is not an ml.* type")
+
+    FakeEndpointConfig.validate_production_variants = validate_production_variants
+
+    # 5. SNS -> Lambda: moto invokes the function synchronously inside Publish, with a fake event (TopicArn
+    #    "arn:aws:sns:EXAMPLE", a fixed MessageId, made-up MessageAttributes). AWS invokes asynchronously (retries, then
+    #    the on-failure destination) with the real topic, message id and attributes. Synchronous delivery also risks
+    #    deadlocks when the function calls back into the server that is still handling the Publish.
+    original_publish = Subscription.publish
+
+    def publish(self: Any, message: str, message_id: str, subject: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if self.protocol != "lambda":
+            return original_publish(self, message, message_id, subject, *args, **kwargs)
+        attributes = kwargs.get("message_attributes") or (args[0] if args else None) or {}
+        if self._filter_policy_matcher is not None and not self._filter_policy_matcher.matches(attributes, message):
+            return None
+        from moto.awslambda.utils import get_backend
+
+        parts = self.endpoint.split(":")
+        qualifier = parts[7] if len(parts) == 8 else None
+        fn = get_backend(self.account_id, parts[3]).get_function(parts[6], qualifier)
+        event = {
+            "Records": [
+                {
+                    "EventSource": "aws:sns",
+                    "EventVersion": "1.0",
+                    "EventSubscriptionArn": self.arn,
+                    "Sns": {
+                        "Type": "Notification",
+                        "MessageId": message_id,
+                        "TopicArn": self.topic.arn,
+                        "Subject": subject,
+                        "Message": message,
+                        "Timestamp": _iso_now(),
+                        "SignatureVersion": "1",
+                        "Signature": "LOCAL",
+                        "SigningCertUrl": "http://localhost/local.pem",
+                        "UnsubscribeUrl": f"http://localhost/?Action=Unsubscribe&SubscriptionArn={self.arn}",
+                        # moto has already turned DataType/StringValue into SNS's delivered Type/Value.
+                        "MessageAttributes": attributes,
+                    },
+                }
+            ]
+        }
+        invoker.submit(fn, json.dumps(event), f"sns:{self.topic.arn}")
+        return None
+
+    Subscription.publish = publish
+
+    # 6. S3 -> Lambda: same as SNS: moto runs the notification synchronously inside PutObject and swallows errors;
+    #    AWS invokes asynchronously with retries and the on-failure destination.
+    def _invoke_awslambda(account_id: str, event_body: Any, fn_arn: str, region_name: str) -> None:
+        from moto.awslambda.utils import get_backend
+
+        try:
+            fn = get_backend(account_id, region_name).get_function(fn_arn)
+        except Exception:  # noqa: BLE001 - a missing function is silently skipped, as moto (and S3) do
+            log.warning("S3 notification for a missing function %s", fn_arn)
+            return
+        invoker.submit(fn, json.dumps(event_body), "s3")
+
+    s3_notifications._invoke_awslambda = _invoke_awslambda
+
+    _applied = True
+    log.info("moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda", MOTO_VERSION)
+    return invoker
+
+
+__all__ = ["MOTO_VERSION", "AsyncInvoker", "MotoVersionMismatch", "apply"]
+

@@ -1,0 +1,377 @@
+"""SageMaker hosting, locally: endpoints served by container emulators, with real-time and async semantics.
+
+- ``invoke`` (InvokeEndpoint): forwards the request to the container's ``/invocations`` with the SageMaker headers
+  (Content-Type, Accept, X-Amzn-SageMaker-Custom-Attributes, ...) and returns its body and content type. A container
+  error becomes SageMaker's ``ModelError`` (HTTP 424 with ``OriginalStatusCode``, ``OriginalMessage``,
+  ``LogStreamArn``); botocore raises it as ``ClientError`` code ``ModelError``.
+- ``invoke_async`` (InvokeEndpointAsync): answers at once (202) with ``InferenceId``, ``OutputLocation`` and
+  ``FailureLocation`` under the endpoint config's ``S3OutputPath`` / ``S3FailurePath``, then queues the request. Per
+  endpoint, ``MaxConcurrentInvocationsPerInstance`` x instance count workers read ``InputLocation`` from S3, call the
+  container (bounded by ``InvocationTimeoutSeconds``), write ``<S3OutputPath>/<uuid>.out`` or
+  ``<S3FailurePath>/<uuid>-error.out``, and publish the AWS-shaped notification to the config's SuccessTopic or
+  ErrorTopic. A request still queued after ``RequestTTLSeconds`` is dropped with an ``Expired`` notification.
+
+Which container serves an endpoint: endpoint -> endpoint config -> production variant ``ModelName`` -> the emulator
+started for that SageMaker Model (``attach``). Everything else goes through the local AWS APIs (boto3), exactly as
+the real service's own S3 reads/writes and SNS publishes would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import httpx
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+log = logging.getLogger("omnireel_local.sagemaker")
+
+REALTIME_TIMEOUT_S = 60.0  # InvokeEndpoint's fixed 60 s limit for a container response
+DEFAULT_INVOCATION_TIMEOUT_S = 900
+DEFAULT_REQUEST_TTL_S = 21600
+_FORWARDED = ("content-type", "accept")
+_TYPE = "x-amzn-ErrorType"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{datetime.now(UTC).microsecond // 1000:03d}Z"
+
+
+def _json_error(status: int, code: str, message: str, **extra: Any) -> tuple[int, dict[str, str], str]:
+    return status, {_TYPE: code, "Content-Type": "application/json"}, json.dumps({"Message": message, **extra})
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    if not uri.startswith("s3://"):
+        raise ValueError(f"not an s3:// URI: {uri}")
+    bucket, _, key = uri[5:].partition("/")
+    return bucket, key
+
+
+def _join_s3(prefix: str, name: str) -> str:
+    return prefix.rstrip("/") + "/" + name
+
+
+@dataclass
+class _Endpoint:
+    name: str
+    model_name: str
+    variant: str
+    instances: int
+    async_config: dict[str, Any] | None
+    fetched: float
+
+
+@dataclass
+class _AsyncRequest:
+    endpoint: _Endpoint
+    inference_id: str
+    input_location: str
+    content_type: str
+    accept: str
+    custom_attributes: str | None
+    output_location: str
+    failure_location: str
+    invocation_timeout_s: float
+    request_ttl_s: float
+    received_at: str
+    received_monotonic: float = field(default_factory=time.monotonic)
+
+
+class SageMakerHosting:
+    def __init__(self, moto_endpoint: str, region: str, account_id: str):
+        self.region = region
+        self.account_id = account_id
+        config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
+        session = boto3.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region  # noqa: S106
+        )
+        self._sagemaker = session.client("sagemaker", endpoint_url=moto_endpoint, config=config)
+        self._s3 = session.client("s3", endpoint_url=moto_endpoint, config=config)
+        self._sns = session.client("sns", endpoint_url=moto_endpoint, config=config)
+        self._containers: dict[str, str] = {}
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._queues: dict[str, queue.Queue[_AsyncRequest | None]] = {}
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._http = httpx.Client(timeout=httpx.Timeout(REALTIME_TIMEOUT_S, connect=5.0))
+
+    # ---------------------------------------------------------------- wiring
+    def attach(self, model_name: str, container_url: str) -> None:
+        """Serve SageMaker Model ``model_name`` with the container listening at ``container_url``."""
+        self._containers[model_name] = container_url.rstrip("/")
+
+    def _endpoint(self, name: str) -> _Endpoint:
+        cached = self._endpoints.get(name)
+        if cached and time.monotonic() - cached.fetched < 10:
+            return cached
+        endpoint = self._sagemaker.describe_endpoint(EndpointName=name)
+        config = self._sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+        variant = config["ProductionVariants"][0]
+        resolved = _Endpoint(
+            name=name,
+            model_name=variant["ModelName"],
+            variant=variant.get("VariantName", "AllTraffic"),
+            instances=int(variant.get("InitialInstanceCount") or 1),
+            async_config=config.get("AsyncInferenceConfig"),
+            fetched=time.monotonic(),
+        )
+        self._endpoints[name] = resolved
+        return resolved
+
+    def _container(self, endpoint: _Endpoint) -> str:
+        url = self._containers.get(endpoint.model_name)
+        if url is None:
+            raise LookupError(f"no local container serves model {endpoint.model_name} (endpoint {endpoint.name})")
+        return url
+
+    def _log_stream_arn(self, endpoint: str) -> str:
+        return (
+            f"arn:aws:logs:{self.region}:{self.account_id}:log-group:/aws/sagemaker/Endpoints/{endpoint}"
+            f":log-stream:AllTraffic/local"
+        )
+
+    def _resolve(self, name: str) -> _Endpoint | tuple[int, dict[str, str], str]:
+        try:
+            return self._endpoint(name)
+        except ClientError:
+            return _json_error(
+                400, "ValidationError", f"Endpoint {name} of account {self.account_id} not found."
+            )
+
+    # ---------------------------------------------------------------- InvokeEndpoint
+    def invoke(self, name: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes | str]:
+        endpoint = self._resolve(name)
+        if isinstance(endpoint, tuple):
+            return endpoint
+        lowered = {k.lower(): v for k, v in headers.items()}
+        forward = {k: v for k, v in lowered.items() if k in _FORWARDED or k.startswith("x-amzn-sagemaker-")}
+        try:
+            url = self._container(endpoint)
+            response = self._http.post(f"{url}/invocations", content=body, headers=forward)
+        except LookupError as exc:
+            return _json_error(503, "ServiceUnavailable", str(exc))
+        except httpx.TimeoutException:
+            return _json_error(
+                424,
+                "ModelError",
+                f"Your invocation timed out while waiting for a response from container primary. Review the latency "
+                f"metrics for each container in Amazon CloudWatch, resolve the issue, and try again.",
+                OriginalStatusCode=408,
+                LogStreamArn=self._log_stream_arn(name),
+            )
+        except httpx.HTTPError as exc:
+            return _json_error(503, "ServiceUnavailable", f"the container for endpoint {name} is unreachable: {exc}")
+        if response.status_code >= 300:
+            kind = "client" if response.status_code < 500 else "server"
+            text = response.text
+            log.info("InvokeEndpoint %s: container answered %d", name, response.status_code)
+            return _json_error(
+                424,
+                "ModelError",
+                f'Received {kind} error ({response.status_code}) from primary with message "{text[:1000]}". See '
+                f"https://{self.region}.console.aws.amazon.com/cloudwatch/home?region={self.region}#logEventViewer:"
+                f"group=/aws/sagemaker/Endpoints/{name} in account {self.account_id} for more information.",
+                OriginalStatusCode=response.status_code,
+                OriginalMessage=text,
+                LogStreamArn=self._log_stream_arn(name),
+            )
+        out = {
+            "Content-Type": response.headers.get("content-type", "application/octet-stream"),
+            "x-Amzn-Invoked-Production-Variant": endpoint.variant,
+        }
+        if attrs := response.headers.get("x-amzn-sagemaker-custom-attributes"):
+            out["X-Amzn-SageMaker-Custom-Attributes"] = attrs
+        return 200, out, response.content
+
+    # ---------------------------------------------------------------- InvokeEndpointAsync
+    def invoke_async(self, name: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+        endpoint = self._resolve(name)
+        if isinstance(endpoint, tuple):
+            return endpoint
+        h = {k.lower(): v for k, v in headers.items()}
+        config = endpoint.async_config
+        if not config:
+            return _json_error(400, "ValidationError", f"Endpoint {name} is not configured for asynchronous inference.")
+        input_location = h.get("x-amzn-sagemaker-inputlocation")
+        if not input_location:
+            return _json_error(400, "ValidationError", "InputLocation is required.")
+        output = config.get("OutputConfig", {})
+        output_path = output.get("S3OutputPath")
+        failure_path = output.get("S3FailurePath") or output_path
+        if extension := h.get("x-amzn-sagemaker-s3outputpathextension"):
+            output_path = _join_s3(output_path, extension)
+        object_id = str(uuid.uuid4())
+        inference_id = h.get("x-amzn-sagemaker-inference-id") or str(uuid.uuid4())
+        request = _AsyncRequest(
+            endpoint=endpoint,
+            inference_id=inference_id,
+            input_location=input_location,
+            content_type=h.get("x-amzn-sagemaker-content-type", "application/octet-stream"),
+            accept=h.get("x-amzn-sagemaker-accept", "*/*"),
+            custom_attributes=h.get("x-amzn-sagemaker-custom-attributes"),
+            output_location=_join_s3(output_path, h.get("x-amzn-sagemaker-filename") or f"{object_id}.out"),
+            failure_location=_join_s3(failure_path, f"{object_id}-error.out"),
+            invocation_timeout_s=float(h.get("x-amzn-sagemaker-invocationtimeoutseconds") or DEFAULT_INVOCATION_TIMEOUT_S),
+            request_ttl_s=float(h.get("x-amzn-sagemaker-requestttlseconds") or DEFAULT_REQUEST_TTL_S),
+            received_at=_now(),
+        )
+        self._queue_for(endpoint).put(request)
+        log.info("InvokeEndpointAsync %s: queued %s (input %s)", name, inference_id, input_location)
+        return (
+            202,
+            {
+                "Content-Type": "application/json",
+                "X-Amzn-SageMaker-OutputLocation": request.output_location,
+                "X-Amzn-SageMaker-FailureLocation": request.failure_location,
+            },
+            json.dumps({"InferenceId": inference_id}),
+        )
+
+    def _queue_for(self, endpoint: _Endpoint) -> queue.Queue[_AsyncRequest | None]:
+        with self._lock:
+            q = self._queues.get(endpoint.name)
+            if q is None:
+                q = self._queues[endpoint.name] = queue.Queue()
+                client = (endpoint.async_config or {}).get("ClientConfig", {})
+                per_instance = int(client.get("MaxConcurrentInvocationsPerInstance") or 1)
+                for index in range(per_instance * endpoint.instances):
+                    thread = threading.Thread(
+                        target=self._work, args=(q,), name=f"async-{endpoint.name}-{index}", daemon=True
+                    )
+                    thread.start()
+                    self._threads.append(thread)
+                log.info("async endpoint %s: %d concurrent invocation(s)", endpoint.name, per_instance * endpoint.instances)
+            return q
+
+    def _work(self, q: queue.Queue[_AsyncRequest | None]) -> None:
+        while not self._closed.is_set():
+            request = q.get()
+            if request is None:
+                return
+            try:
+                self._process(request)
+            except Exception:
+                log.exception("async request %s crashed the local shim", request.inference_id)
+
+    def _process(self, request: _AsyncRequest) -> None:
+        waited = time.monotonic() - request.received_monotonic
+        if waited > request.request_ttl_s:
+            log.warning("async %s: expired after %.0f s in the queue", request.inference_id, waited)
+            self._notify(request, "Expired", failure_reason="Request expired: RequestTTLSeconds exceeded in queue")
+            return
+        try:
+            bucket, key = _split_s3(request.input_location)
+            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except Exception as exc:  # noqa: BLE001 - any read failure is a ClientError notification on AWS
+            self._fail(request, f"ClientError: Unable to read input from {request.input_location}: {exc}", str(exc))
+            return
+        headers = {"Content-Type": request.content_type, "Accept": request.accept}
+        if request.custom_attributes:
+            headers["X-Amzn-SageMaker-Custom-Attributes"] = request.custom_attributes
+        try:
+            url = self._container(request.endpoint)
+            started = time.monotonic()
+            response = httpx.post(
+                f"{url}/invocations",
+                content=body,
+                headers=headers,
+                timeout=httpx.Timeout(request.invocation_timeout_s, connect=5.0),
+            )
+        except httpx.TimeoutException:
+            self._fail(
+                request,
+                f"InvocationTimeout: the model did not respond within {request.invocation_timeout_s:.0f} s "
+                "(InvocationTimeoutSeconds)",
+                "Inference request timed out",
+            )
+            return
+        except (httpx.HTTPError, LookupError) as exc:
+            self._fail(request, f"ServerError: the model container is unreachable: {exc}", str(exc))
+            return
+        if response.status_code >= 300:
+            kind = "client" if response.status_code < 500 else "server"
+            self._fail(
+                request,
+                f"ClientError: Received {kind} error ({response.status_code}) from model with message "
+                f'"{response.text[:1000]}". See the SageMaker Endpoint logs in your account for more information.',
+                response.text,
+                content_type=response.headers.get("content-type", "application/json"),
+            )
+            return
+        bucket, key = _split_s3(request.output_location)
+        content_type = response.headers.get("content-type", "application/octet-stream")
+        self._s3.put_object(Bucket=bucket, Key=key, Body=response.content, ContentType=content_type)
+        log.info(
+            "async %s: completed in %.1f s, %d bytes -> %s",
+            request.inference_id,
+            time.monotonic() - started,
+            len(response.content),
+            request.output_location,
+        )
+        self._notify(request, "Completed", response_content_type=content_type)
+
+    def _fail(self, request: _AsyncRequest, reason: str, body: str, content_type: str = "text/plain") -> None:
+        log.warning("async %s: failed: %s", request.inference_id, reason[:300])
+        try:
+            bucket, key = _split_s3(request.failure_location)
+            self._s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=content_type)
+        except Exception:
+            log.exception("async %s: could not write the failure object", request.inference_id)
+        self._notify(request, "Failed", failure_reason=reason, response_content_type=content_type)
+
+    def _notify(
+        self,
+        request: _AsyncRequest,
+        status: str,
+        *,
+        failure_reason: str | None = None,
+        response_content_type: str | None = None,
+    ) -> None:
+        notification = (request.endpoint.async_config or {}).get("OutputConfig", {}).get("NotificationConfig") or {}
+        message: dict[str, Any] = {
+            "awsRegion": self.region,
+            "eventTime": _now(),
+            "receivedTime": request.received_at,
+            "invocationStatus": status,
+            "requestParameters": {
+                "accept": request.accept,
+                "contentType": request.content_type,
+                "endpointName": request.endpoint.name,
+                "inputLocation": request.input_location,
+            },
+            "responseParameters": {"contentType": response_content_type or "application/json"},
+            "inferenceId": request.inference_id,
+            "eventVersion": "1.0",
+            "eventSource": "aws:sagemaker",
+            "eventName": "InferenceResult",
+        }
+        if status == "Completed":
+            message["responseParameters"]["outputLocation"] = request.output_location
+            topic = notification.get("SuccessTopic")
+        else:
+            message["failureReason"] = failure_reason or status
+            message["responseParameters"]["failureLocation"] = request.failure_location
+            topic = notification.get("ErrorTopic")
+        if not topic:
+            log.info("async %s: %s (no notification topic configured)", request.inference_id, status)
+            return
+        self._sns.publish(TopicArn=topic, Message=json.dumps(message))
+        log.info("async %s: %s notification published to %s", request.inference_id, status, topic.rsplit(":", 1)[-1])
+
+    def shutdown(self) -> None:
+        self._closed.set()
+        for q in self._queues.values():
+            for _ in range(64):
+                q.put(None)
+        self._http.close()

@@ -1,0 +1,42 @@
+import pytest
+from moto import mock_aws
+from moto.awslambda.models import LambdaFunction
+from moto.core.responses import EmptyResult
+from moto.stepfunctions.responses import StepFunctionResponse
+
+from tests.integration.pipeline.harness import Pipeline
+
+
+@pytest.fixture
+def make_pipeline(monkeypatch):
+    """Deploy the pipeline on moto (executing Step Functions) with optional parameter overrides."""
+    mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+    mock.start()
+    created = []
+
+    # moto 5.2.5 drops SendTaskFailure's `cause` (AWS passes it to Catch as $.error.Cause).
+    def send_task_failure(self):
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return EmptyResult()
+
+    monkeypatch.setattr(StepFunctionResponse, "send_task_failure", send_task_failure)
+
+    def make(**overrides: str) -> Pipeline:
+        pipeline = Pipeline(**overrides)
+        monkeypatch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())
+        created.append(pipeline.deploy())
+        return created[-1]
+
+    yield make
+    for pipeline in created:  # let running executions finish before the mock goes away
+        for execution in pipeline.executions():
+            if execution["status"] == "RUNNING":
+                pipeline.sfn.stop_execution(executionArn=execution["executionArn"])
+    mock.stop()
+
+
+@pytest.fixture
+def pipeline(make_pipeline) -> Pipeline:
+    return make_pipeline()

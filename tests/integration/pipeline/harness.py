@@ -1,0 +1,417 @@
+"""An in-process deployment of the pipeline on moto, for handler and state-machine tests.
+
+Real pieces: the ASL file (rendered with the template's substitutions and run by moto's executing
+Step Functions), every handler module, DynamoDB/S3/SNS/SQS/EventBridge (moto). Replaced pieces: the
+GPU models (a fake image endpoint and a fake async video endpoint whose completion the test drives
+by writing S3 objects and publishing the SageMaker notification to the async topics), and moto's
+Docker-based Lambda runtime (``_invoke_lambda`` calls the handler module in-process).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import io
+import json
+import os
+import sys
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto.awslambda.models import LambdaFunction
+
+from omnireel.errors import EndpointUnavailable
+from omnireel.job import AsyncInvocation
+from omnireel_local.cfn_template import definition_file, load_template, render_definition, state_machine_substitutions
+
+ROOT = Path(__file__).resolve().parents[3]
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+FUNCTIONS = [
+    "api",
+    "inbox",
+    "generate_image",
+    "stage_video_request",
+    "invoke_video",
+    "async_result",
+    "reconcile_video",
+    "publish_event",
+]
+LOGICAL_IDS = {
+    "GenerateImageFunctionArn": "generate_image",
+    "StageVideoRequestFunctionArn": "stage_video_request",
+    "InvokeVideoFunctionArn": "invoke_video",
+    "ReconcileVideoFunctionArn": "reconcile_video",
+    "PublishEventFunctionArn": "publish_event",
+}
+
+
+def tiny_mp4(frames: int = 5, size: tuple[int, int] = (64, 48)) -> bytes:
+    import av
+    import numpy as np
+
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=8)
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for i in range(frames):
+            array = np.full((size[1], size[0], 3), i * 40 % 255, dtype=np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(array, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return buffer.getvalue()
+
+
+def png(width: int = 64, height: int = 64) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class FakeImageEndpoint:
+    """Stands in for the FLUX endpoint: returns a PNG, or fails ``failures`` times first."""
+
+    def __init__(self):
+        self.calls: list[dict[str, Any]] = []
+        self.failures = 0
+        self.error: Exception = EndpointUnavailable("endpoint image: model returned HTTP 503: injected")
+
+    def generate(self, body: dict[str, Any]) -> bytes:
+        self.calls.append(body)
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+        return png(96, 96)
+
+
+class FakeVideoEndpoint:
+    """Stands in for InvokeEndpointAsync: records the call and says where output/failure will go."""
+
+    def __init__(self, bucket: str):
+        self.bucket = bucket
+        self.calls: list[dict[str, Any]] = []
+
+    def invoke_async(self, **kwargs: Any) -> AsyncInvocation:
+        self.calls.append(kwargs)
+        out = uuid.uuid4()
+        return AsyncInvocation(
+            inference_id=kwargs["inference_id"],
+            output_location=f"s3://{self.bucket}/async/outputs/{out}.out",
+            failure_location=f"s3://{self.bucket}/async/failures/{out}-error.out",
+        )
+
+
+@dataclass
+class Context:
+    function_name: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+class Pipeline:
+    def __init__(self, **parameter_overrides: str):
+        self.overrides = {"RetryIntervalSeconds": "1", "ImageMaxAttempts": "2", **parameter_overrides}
+        self.suffix = uuid.uuid4().hex[:8]
+        self.table = f"jobs-{self.suffix}"
+        self.artifacts_bucket = f"artifacts-{self.suffix}"
+        self.inbox_bucket = f"inbox-{self.suffix}"
+        self.handlers: dict[str, Any] = {}
+        self.invocations: list[tuple[str, dict[str, Any]]] = []
+        self.crash_next: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ setup
+    def deploy(self) -> Pipeline:
+        self.s3 = boto3.client("s3", region_name=REGION)
+        self.ddb = boto3.client("dynamodb", region_name=REGION)
+        self.sns = boto3.client("sns", region_name=REGION)
+        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.sfn = boto3.client("stepfunctions", region_name=REGION)
+        self.lam = boto3.client("lambda", region_name=REGION)
+        iam = boto3.client("iam", region_name=REGION)
+        for bucket in (self.artifacts_bucket, self.inbox_bucket):
+            self.s3.create_bucket(Bucket=bucket)
+        self.ddb.create_table(
+            TableName=self.table,
+            AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.success_topic = self.sns.create_topic(Name=f"video-ok-{self.suffix}")["TopicArn"]
+        self.error_topic = self.sns.create_topic(Name=f"video-err-{self.suffix}")["TopicArn"]
+        self.events_topic = self.sns.create_topic(Name=f"job-events-{self.suffix}")["TopicArn"]
+        self.events_queue = self.sqs.create_queue(QueueName=f"consumer-{self.suffix}")["QueueUrl"]
+        queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.events_queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        self.sns.subscribe(TopicArn=self.events_topic, Protocol="sqs", Endpoint=queue_arn)
+        role = iam.create_role(RoleName=f"fn-{self.suffix}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as archive:
+            archive.writestr("handler.py", "def handler(event, context):\n    return event\n")
+        arns = {}
+        for name in FUNCTIONS:
+            arns[name] = self.lam.create_function(
+                FunctionName=f"{name}-{self.suffix}",
+                Runtime="python3.13",
+                Role=role,
+                Handler="handler.handler",
+                Code={"ZipFile": zipped.getvalue()},
+            )["FunctionArn"]
+        for topic in (self.success_topic, self.error_topic):
+            self.sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint=arns["async_result"])
+
+        template = load_template()
+        parameters = {
+            name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()
+        } | self.overrides
+
+        def resolve(value: dict[str, Any]) -> str:
+            logical = value["Fn::GetAtt"][0]
+            for key, name in LOGICAL_IDS.items():
+                if key.removesuffix("Arn") == logical:
+                    return arns[name]
+            raise KeyError(logical)
+
+        subs = state_machine_substitutions(template, "PipelineStateMachine", resolve, parameters)
+        definition = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)
+        self.state_machine = self.sfn.create_state_machine(
+            name=f"pipeline-{self.suffix}", definition=json.dumps(definition), roleArn=role
+        )["stateMachineArn"]
+
+        os.environ.update(
+            {
+                "JOBS_TABLE": self.table,
+                "ARTIFACTS_BUCKET": self.artifacts_bucket,
+                "STATE_MACHINE_ARN": self.state_machine,
+                "JOB_EVENTS_TOPIC_ARN": self.events_topic,
+                "IMAGE_ENDPOINT_NAME": "image-endpoint",
+                "VIDEO_ENDPOINT_NAME": "video-endpoint",
+                "VIDEO_MODEL_ID": "Wan-AI/Wan2.1-VACE-1.3B-diffusers",
+                "IMAGE_MODEL_ID": "black-forest-labs/FLUX.2-klein-4B",
+            }
+        )
+        from omnireel.aws import clients
+
+        clients.client.cache_clear()
+        clients.table.cache_clear()
+        for name in FUNCTIONS:
+            self.handlers[name] = _load_handler(name, self.suffix)
+        self.image_endpoint = FakeImageEndpoint()
+        self.video_endpoint = FakeVideoEndpoint(self.artifacts_bucket)
+        self.handlers["generate_image"].endpoint = self.image_endpoint
+        self.handlers["invoke_video"].endpoint = self.video_endpoint
+        return self
+
+    def lambda_patch(self) -> Callable[..., tuple[str, bool, str]]:
+        """Replacement for ``LambdaFunction._invoke_lambda``: run our handler in-process."""
+        pipeline = self
+
+        def invoke(function: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+            name = function.function_name.rsplit("-", 1)[0]
+            payload = json.loads(event) if isinstance(event, (str, bytes)) else (event or {})
+            payload = _aws_shaped_sns(payload)
+            pipeline.invocations.append((name, payload))
+            try:
+                if pipeline.crash_next.get(name):
+                    pipeline.crash_next[name] -= 1
+                    raise RuntimeError(f"injected crash in {name}")
+                result = pipeline.handlers[name].handler(payload, Context(function.function_name))
+                return json.dumps(result), False, ""
+            except Exception as exc:  # noqa: BLE001 - reproduce Lambda's error payload
+                body = {"errorMessage": str(exc), "errorType": type(exc).__name__, "stackTrace": []}
+                return json.dumps(body), True, ""
+
+        return invoke
+
+    # ------------------------------------------------------------------ driving
+    def api(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> dict:
+        raw = body if isinstance(body, str) or body is None else json.dumps(body)
+        event = {
+            "version": "2.0",
+            "routeKey": f"{method} {path}",
+            "rawPath": path,
+            "rawQueryString": "",
+            "headers": {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}},
+            "requestContext": {
+                "accountId": ACCOUNT,
+                "apiId": "local",
+                "domainName": "localhost",
+                "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
+                "requestId": str(uuid.uuid4()),
+                "routeKey": f"{method} {path}",
+                "stage": "$default",
+                "authorizer": {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/tester"}},
+            },
+            "body": raw,
+            "isBase64Encoded": False,
+        }
+        response = self.handlers["api"].handler(event, Context("api"))
+        response["json"] = json.loads(response["body"]) if response.get("body") else None
+        return response
+
+    def s3_event(self, key: str, body: bytes, sequencer: str = "0A1B2C3D4E5F") -> dict:
+        self.s3.put_object(Bucket=self.inbox_bucket, Key=key, Body=body)
+        return {
+            "Records": [
+                {
+                    "eventVersion": "2.1",
+                    "eventSource": "aws:s3",
+                    "awsRegion": REGION,
+                    "eventTime": "2026-11-29T12:00:00.000Z",
+                    "eventName": "ObjectCreated:Put",
+                    "s3": {
+                        "s3SchemaVersion": "1.0",
+                        "configurationId": "prompts",
+                        "bucket": {"name": self.inbox_bucket, "arn": f"arn:aws:s3:::{self.inbox_bucket}"},
+                        "object": {"key": key, "size": len(body), "eTag": "etag", "sequencer": sequencer},
+                    },
+                }
+            ]
+        }
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self.api("GET", f"/jobs/{job_id}")["json"]
+
+    def wait(self, predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+    def wait_rendering(self, job_id: str) -> dict[str, Any]:
+        def queued() -> bool:
+            item = self.ddb.get_item(TableName=self.table, Key={"job_id": {"S": job_id}}).get("Item", {})
+            return "async_invocation" in item and "task_token" in item
+
+        self.wait(queued, what=f"job {job_id} to queue its video")
+        return next(c for c in self.video_endpoint.calls if c["inference_id"] == job_id)
+
+    def execution(self, job_id: str, timeout: float = 45.0) -> dict[str, Any]:
+        arn = self.state_machine.replace(":stateMachine:", ":execution:") + f":{job_id}"
+
+        def finished() -> dict[str, Any] | None:
+            description = self.sfn.describe_execution(executionArn=arn)
+            return description if description["status"] != "RUNNING" else None
+
+        return self.wait(finished, timeout, what=f"execution {job_id} to finish")
+
+    def async_location(self, job_id: str) -> dict[str, str]:
+        item = self.ddb.get_item(TableName=self.table, Key={"job_id": {"S": job_id}})["Item"]
+        return {k: v["S"] for k, v in item["async_invocation"]["M"].items()}
+
+    def notification(self, job_id: str, status: str, **extra: Any) -> dict[str, Any]:
+        where = self.async_location(job_id)
+        body: dict[str, Any] = {
+            "awsRegion": REGION,
+            "eventTime": "2026-11-29T12:00:10.000Z",
+            "receivedTime": "2026-11-29T12:00:01.000Z",
+            "invocationStatus": status,
+            "requestParameters": {
+                "accept": "video/mp4",
+                "contentType": "multipart/form-data",
+                "endpointName": "video-endpoint",
+                "inputLocation": f"s3://{self.artifacts_bucket}/jobs/{job_id}/video-request.multipart",
+            },
+            "inferenceId": job_id,
+            "eventVersion": "1.0",
+            "eventSource": "aws:sagemaker",
+            "eventName": "InferenceResult",
+        }
+        if status == "Completed":
+            body["responseParameters"] = {"contentType": "video/mp4", "outputLocation": where["output_location"]}
+        else:
+            body["failureLocation"] = where["failure_location"]
+        body.update(extra)
+        return body
+
+    def write_output(self, job_id: str, data: bytes) -> None:
+        where = self.async_location(job_id)["output_location"]
+        bucket, key = where.removeprefix("s3://").split("/", 1)
+        self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def write_failure(self, job_id: str, text: str) -> None:
+        where = self.async_location(job_id)["failure_location"]
+        bucket, key = where.removeprefix("s3://").split("/", 1)
+        self.s3.put_object(Bucket=bucket, Key=key, Body=text.encode())
+
+    def publish_notification(self, job_id: str, status: str, **extra: Any) -> None:
+        topic = self.success_topic if status == "Completed" else self.error_topic
+        self.sns.publish(TopicArn=topic, Message=json.dumps(self.notification(job_id, status, **extra)))
+
+    def consumer_events(self, expect: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Job events as a consumer subscribed to the job-events topic receives them."""
+        events: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            messages = self.sqs.receive_message(
+                QueueUrl=self.events_queue, MaxNumberOfMessages=10, WaitTimeSeconds=0
+            ).get("Messages", [])
+            for message in messages:
+                envelope = json.loads(message["Body"])
+                event = json.loads(envelope["Message"])
+                event["_attributes"] = {k: v["Value"] for k, v in envelope.get("MessageAttributes", {}).items()}
+                events.append(event)
+                self.sqs.delete_message(QueueUrl=self.events_queue, ReceiptHandle=message["ReceiptHandle"])
+            if len(events) >= expect and not messages:
+                break
+            time.sleep(0.1)
+        return events
+
+    def executions(self) -> list[dict[str, Any]]:
+        return self.sfn.list_executions(stateMachineArn=self.state_machine)["executions"]
+
+    def history_errors(self, job_id: str) -> list[str]:
+        arn = self.state_machine.replace(":stateMachine:", ":execution:") + f":{job_id}"
+        history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        return [
+            details.get("error", "")
+            for event in history
+            for key, details in event.items()
+            if key.endswith("FailedEventDetails") or key.endswith("TimedOutEventDetails")
+        ]
+
+
+def _aws_shaped_sns(payload: Any) -> Any:
+    """moto 5.2.5 fills SNS->Lambda records with placeholders ("EXAMPLE" URLs, a fake TopicArn) that
+    fail Powertools' SnsModel; AWS sends real URLs. Give the records AWS's shape, keep the message."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("Records"), list):
+        return payload
+    for record in payload["Records"]:
+        sns = record.get("Sns") if isinstance(record, dict) else None
+        if isinstance(sns, dict):
+            for key in ("UnsubscribeUrl", "SigningCertUrl"):
+                if not str(sns.get(key, "")).startswith("https://"):
+                    sns[key] = f"https://sns.{REGION}.amazonaws.com/example"
+    return payload
+
+
+def _load_handler(name: str, suffix: str) -> Any:
+    path = ROOT / "functions" / name / "handler.py"
+    module_name = f"omnireel_fn_{name}_{suffix}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,186 @@
+"""The real ASL, run by moto's executing Step Functions, with the real handlers in-process."""
+
+import pytest
+
+from omnireel.errors import EndpointRejected
+from tests.integration.pipeline.harness import Context, tiny_mp4
+
+PROMPT = {"prompt": "a paper boat on a rainy street", "seed": 7}
+
+
+def submit(pipeline, body=PROMPT, key=None):
+    headers = {"Idempotency-Key": key} if key else {}
+    response = pipeline.api("POST", "/jobs", body, headers)
+    assert response["statusCode"] == 202, response
+    return response["json"]["job_id"]
+
+
+def test_happy_path_prompt_to_mp4_and_one_event(pipeline):
+    job_id = submit(pipeline)
+    call = pipeline.wait_rendering(job_id)
+    assert call["inference_id"] == job_id
+    assert call["input_location"] == f"s3://{pipeline.artifacts_bucket}/jobs/{job_id}/video-request.multipart"
+    assert call["content_type"].startswith("multipart/form-data; boundary=")
+
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+
+    job = pipeline.job(job_id)
+    assert job["status"] == "succeeded"
+    assert set(job["artifacts"]) == {"image", "video_request", "video"}
+    assert job["artifacts"]["video"]["s3_uri"] == f"s3://{pipeline.artifacts_bucket}/jobs/{job_id}/video.mp4"
+    assert job["artifacts"]["video"]["url"].startswith("https://")
+    video = pipeline.s3.get_object(Bucket=pipeline.artifacts_bucket, Key=f"jobs/{job_id}/video.mp4")
+    assert video["ContentType"] == "video/mp4" and video["Body"].read()[4:8] == b"ftyp"
+    assert all(job["timings"][k] is not None for k in ("image_s", "staging_s", "video_queue_and_render_s", "total_s"))
+
+    events = pipeline.consumer_events()
+    assert [e["event_type"] for e in events] == ["job.succeeded"]
+    event = events[0]
+    assert event["job_id"] == job_id and event["prompt"] == PROMPT["prompt"] and event["version"] == 1
+    assert event["_attributes"] == {"event_type": "job.succeeded", "status": "succeeded", "version": "1"}
+    assert event["artifacts"]["video"]["expires_at"] and event["error"] is None
+    # The image call carried the request's parameters.
+    assert pipeline.image_endpoint.calls[0] | {"prompt": None} == {
+        "prompt": None,
+        "size": "1024x1024",
+        "num_inference_steps": 4,
+        "guidance_scale": 5.0,
+        "response_format": "b64_json",
+        "output_format": "png",
+        "model": "black-forest-labs/FLUX.2-klein-4B",
+        "seed": 7,
+    }
+
+
+def test_image_endpoint_recovers_within_its_retries(pipeline):
+    pipeline.image_endpoint.failures = 1
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    assert len(pipeline.image_endpoint.calls) == 2
+    assert "RetryableStepError" in pipeline.history_errors(job_id)
+
+
+def test_image_endpoint_failing_past_its_retries_fails_the_job_once(pipeline):
+    pipeline.image_endpoint.failures = 99
+    job_id = submit(pipeline)
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    assert len(pipeline.image_endpoint.calls) == 3  # 1 + ImageMaxAttempts (2)
+    job = pipeline.job(job_id)
+    assert job["status"] == "failed"
+    assert job["error"]["stage"] == "generate_image" and job["error"]["code"] == "EndpointUnavailable"
+    assert "HTTP 503" in job["error"]["message"]
+    events = pipeline.consumer_events()
+    assert [e["event_type"] for e in events] == ["job.failed"]
+    assert events[0]["error"] == job["error"]
+
+
+def test_a_rejected_image_request_is_not_retried(pipeline):
+    pipeline.image_endpoint.failures = 1
+    pipeline.image_endpoint.error = EndpointRejected("endpoint image: model returned HTTP 400: bad size")
+    job_id = submit(pipeline)
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    assert len(pipeline.image_endpoint.calls) == 1
+    assert pipeline.job(job_id)["error"]["code"] == "EndpointRejected"
+
+
+def test_a_crashing_step_is_retried(pipeline):
+    pipeline.crash_next["stage_video_request"] = 1
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    assert "RuntimeError" in pipeline.history_errors(job_id)
+
+
+def test_video_failure_via_the_error_topic(pipeline):
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_failure(job_id, "CUDA out of memory while decoding frame 12")
+    pipeline.publish_notification(job_id, "Failed", failureReason="ClientError: Received server error (500)")
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    job = pipeline.job(job_id)
+    assert job["error"]["stage"] == "render_video" and job["error"]["code"] == "VideoRenderFailed"
+    assert "Received server error (500)" in job["error"]["message"]
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.failed"]
+
+
+def test_expired_request_is_a_failure(pipeline):
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.publish_notification(job_id, "Expired")
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    assert pipeline.job(job_id)["error"]["code"] == "VideoRequestExpired"
+
+
+def test_output_that_is_not_an_mp4_fails_the_job(pipeline):
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, b'{"error": "not a video"}' * 100)
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    assert pipeline.job(job_id)["error"]["code"] == "MalformedModelOutput"
+
+
+def test_duplicate_sns_delivery_is_harmless(pipeline):
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    pipeline.publish_notification(job_id, "Completed")  # after the job ended, too
+    assert [e["event_type"] for e in pipeline.consumer_events(expect=2, timeout=3)] == ["job.succeeded"]
+    assert pipeline.job(job_id)["status"] == "succeeded"
+
+
+@pytest.mark.parametrize("outcome", ["output", "failure"])
+def test_callback_timeout_is_reconciled_from_s3(make_pipeline, outcome):
+    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="3", VideoHeartbeatSeconds="2")
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    # The SNS notification is lost: only S3 knows what happened.
+    if outcome == "output":
+        pipeline.write_output(job_id, tiny_mp4())
+    else:
+        pipeline.write_failure(job_id, "model crashed: invalid reference image")
+    result = pipeline.execution(job_id)
+    errors = pipeline.history_errors(job_id)
+    assert any(e.startswith("States.") and "Timeout" in e for e in errors), errors
+    job = pipeline.job(job_id)
+    if outcome == "output":
+        assert result["status"] == "SUCCEEDED" and job["status"] == "succeeded"
+        assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+    else:
+        assert result["status"] == "FAILED" and job["error"]["code"] == "VideoRenderFailed"
+        assert "invalid reference image" in job["error"]["message"]
+
+
+def test_callback_timeout_with_nothing_in_s3_fails_clearly(make_pipeline):
+    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="3", VideoHeartbeatSeconds="2")
+    job_id = submit(pipeline)
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    job = pipeline.job(job_id)
+    assert job["error"]["code"] == "VideoTimedOut" and job["error"]["stage"] == "render_video"
+
+
+def test_duplicate_idempotency_key_returns_the_same_job(pipeline):
+    first = pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-42"})
+    second = pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-42"})
+    assert first["statusCode"] == second["statusCode"] == 202
+    assert first["json"]["job_id"] == second["json"]["job_id"]
+    assert first["headers"]["Idempotent-Replayed"] == "false" and second["headers"]["Idempotent-Replayed"] == "true"
+    assert len(pipeline.executions()) == 1
+    other = pipeline.api("POST", "/jobs", {"prompt": "something else"}, {"Idempotency-Key": "order-42"})
+    assert other["statusCode"] == 409 and other["json"]["error"]["code"] == "IdempotencyKeyReused"
+    assert len(pipeline.executions()) == 1
+
+
+def test_duplicate_s3_event_starts_one_execution(pipeline):
+    event = pipeline.s3_event("prompts/boat.txt", "a paper boat on a rainy street\n".encode())
+    first = pipeline.handlers["inbox"].handler(event, Context("inbox"))
+    second = pipeline.handlers["inbox"].handler(event, Context("inbox"))
+    assert first["results"][0]["status"] == "accepted" and second["results"][0]["status"] == "duplicate"
+    assert first["results"][0]["job_id"] == second["results"][0]["job_id"]
+    assert len(pipeline.executions()) == 1
+    tags = pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key="prompts/boat.txt")["TagSet"]
+    assert {"Key": "omnireel-status", "Value": "accepted"} in tags

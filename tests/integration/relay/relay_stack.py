@@ -1,0 +1,127 @@
+"""The container emulator and the relay as real subprocesses on free loopback ports (bounded start, sure stop)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.unit.relay.relay_harness import TOKEN
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+@dataclass
+class Stack:
+    emulator_port: int
+    relay_port: int
+
+    @property
+    def relay_ws(self) -> str:
+        return f"ws://127.0.0.1:{self.relay_port}/v1/audio/speech/stream"
+
+    @property
+    def relay_http(self) -> str:
+        return f"http://127.0.0.1:{self.relay_port}"
+
+
+def _start(cmd: list[str], env: dict[str, str], ready_url: str, timeout: float, log: Path) -> subprocess.Popen[bytes]:
+    out = log.open("wb")
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    out.close()
+    deadline = time.monotonic() + timeout
+    while http_status(ready_url) != 200:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            raise RuntimeError(f"{cmd[2]} did not become ready at {ready_url}:\n{log.read_text()[-4000:]}")
+        time.sleep(0.05)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def emulator_and_relay(tmp: Path, realtime_factor: float = 4.0) -> Iterator[Stack]:
+    """``python -m omnireel_local.emulator`` (speech only) and ``python -m omnireel_relay`` in front of it."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMNIREEL_RELAY_", "OMNIREEL_EMULATOR_"))}
+    base.pop("SM_VLLM_MODEL", None)
+    base["PYTHONPATH"] = os.pathsep.join(str(REPO / p) for p in ("relay", "local", "layers/omnireel", "."))
+    emulator_port, relay_port = free_port(), free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(
+            _start(
+                [
+                    sys.executable,
+                    "-m",
+                    "omnireel_local.emulator",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(emulator_port),
+                    "--routes",
+                    "speech",
+                    "--speech-realtime-factor",
+                    str(realtime_factor),
+                    "--log-level",
+                    "warning",
+                ],
+                base,
+                f"http://127.0.0.1:{emulator_port}/health",
+                30,
+                tmp / "emulator.log",
+            )
+        )
+        relay_env = {
+            **base,
+            "OMNIREEL_RELAY_TOKEN": TOKEN,
+            "OMNIREEL_RELAY_HOST": "127.0.0.1",
+            "OMNIREEL_RELAY_PORT": str(relay_port),
+            "OMNIREEL_RELAY_UPSTREAM_URL": f"ws://127.0.0.1:{emulator_port}/v1/audio/speech/stream",
+            "OMNIREEL_RELAY_DRAIN_SECONDS": "1",
+        }
+        procs.append(
+            _start(
+                [sys.executable, "-m", "omnireel_relay"],
+                relay_env,
+                f"http://127.0.0.1:{relay_port}/healthz",
+                20,
+                tmp / "relay.log",
+            )
+        )
+        yield Stack(emulator_port, relay_port)
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)

@@ -1,0 +1,160 @@
+"""The relay's ``/`` page in headless Chromium (Debian ``chromium``), driven over the Chrome DevTools Protocol.
+
+Stack: Chromium → relay process (browser auth: ``omnireel.v1`` + ``omnireel.bearer.<token>`` subprotocols) →
+container emulator process. The page's Speak button opens the WebSocket, streams the text and hands every PCM
+frame to Web Audio (``AudioBufferSourceNode.start`` on a running ``AudioContext``); the test reads the counters the
+page keeps in ``window.omnireelStats``. The CDP client is a few lines over ``websockets`` (no Playwright download).
+Skipped when ``chromium`` is not installed (CI installs it: ``apt-get install -y chromium``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.integration.relay.relay_stack import Stack, emulator_and_relay
+from tests.unit.relay.relay_harness import TOKEN, run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)"
+)
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--autoplay-policy=no-user-gesture-required",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with emulator_and_relay(tmp_path_factory.mktemp("relay-page"), realtime_factor=4.0) as s:
+        yield s
+
+
+@pytest.fixture
+def chromium(tmp_path: Path) -> Iterator[str]:
+    """Start headless Chromium; yield the DevTools WebSocket URL of its first page. Always stopped."""
+    assert CHROMIUM is not None
+    profile = tmp_path / "profile"
+    log = (tmp_path / "chromium.log").open("wb")
+    proc = subprocess.Popen(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"], stdout=log, stderr=log
+    )
+    log.close()
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"chromium did not start:\n{(tmp_path / 'chromium.log').read_text()[-3000:]}")
+            time.sleep(0.05)
+        port = int(port_file.read_text().split()[0])
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as r:
+                pages = [t for t in json.load(r) if t["type"] == "page"]
+            if pages:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("chromium has no page target")
+            time.sleep(0.05)
+        yield pages[0]["webSocketDebuggerUrl"]
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+class CDP:
+    """Minimal Chrome DevTools Protocol client: request/response by id, events ignored."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self._ids = itertools.count(1)
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        msg_id = next(self._ids)
+        await self.ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        async with asyncio.timeout(10):
+            while True:
+                msg = json.loads(await self.ws.recv())
+                if msg.get("id") == msg_id:
+                    if "error" in msg:
+                        raise RuntimeError(f"{method}: {msg['error']}")
+                    return msg["result"]
+
+    async def eval(self, expression: str, *, gesture: bool = False) -> Any:
+        result = await self.call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True, userGesture=gesture
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def wait_for(self, expression: str, timeout: float) -> Any:
+        async with asyncio.timeout(timeout):
+            while not (value := await self.eval(expression)):
+                await asyncio.sleep(0.05)
+        return value
+
+
+def test_page_streams_pcm_from_relay_and_schedules_it_with_web_audio(stack: Stack, chromium: str) -> None:
+    async def main() -> dict[str, Any]:
+        async with connect(chromium, max_size=None, open_timeout=10, close_timeout=2) as ws:
+            cdp = CDP(ws)
+            await cdp.call("Page.enable")
+            await cdp.call("Page.navigate", url=stack.relay_http + "/")
+            await cdp.wait_for(
+                "document.readyState === 'complete' && typeof window.omnireelStats === 'object'", timeout=10
+            )
+            await cdp.eval(f"document.getElementById('token').value = {json.dumps(TOKEN)}")
+            await cdp.eval(
+                "document.getElementById('text').value = "
+                "'Streaming into a browser. Several chunks should be scheduled before synthesis ends.'"
+            )
+            await cdp.eval("document.getElementById('speak').click()", gesture=True)
+            await cdp.wait_for("window.omnireelStats.events.includes('session.done')", timeout=20)
+            stats = json.loads(await cdp.eval("JSON.stringify(window.omnireelStats)"))
+            await cdp.eval("document.getElementById('close').click()", gesture=True)
+            await cdp.wait_for("window.omnireelStats.closeCode !== null", timeout=10)
+            stats["closeCode"] = await cdp.eval("window.omnireelStats.closeCode")
+            stats["log"] = await cdp.eval("document.getElementById('log').textContent")
+            return stats
+
+    stats = run(main(), timeout=60)
+    assert stats["errors"] == [], stats
+    assert stats["events"] == ["audio.start", "audio.done", "session.done"], stats
+    assert stats["chunks"] >= 5 and stats["bytes"] > 0 and stats["bytes"] % 2 == 0
+    total = json.loads(next(line for line in stats["log"].splitlines() if '"audio.done"' in line))["total_bytes"]
+    assert stats["bytes"] == total  # every PCM byte the relay forwarded reached the page
+    # every chunk was handed to Web Audio, as it arrived, on a running AudioContext
+    assert stats["scheduled"] == stats["chunks"] and stats["scheduledSamples"] * 2 == stats["bytes"]
+    assert stats["audioState"] == "running", stats
+    assert stats["scheduledUntil"] >= stats["bytes"] / 2 / 24000  # queued audio covers all of it
+    assert stats["firstAudioMs"] is not None and 0 <= stats["firstAudioMs"] < 5000
+    assert stats["closeCode"] == 1000
