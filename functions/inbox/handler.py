@@ -8,9 +8,9 @@ event delivered twice starts one execution. An unreadable file becomes a failed 
 from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
-from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.inbox import accept_inbox_object

@@ -78,7 +78,6 @@ class _Worker:
             env=env,
             text=True,
             bufsize=1,
-            start_new_session=True,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.ready = False
@@ -187,7 +186,9 @@ class LambdaRunner:
         started = time.monotonic()
         worker, cold = self._acquire(inv.function_name, signature, argv, env, code.code_dir, inv.timeout_s)
         if worker is None:
-            return self._failure("Lambda.TooManyRequestsException", f"no free execution environment for {inv.function_name}")
+            return self._failure(
+                "Lambda.TooManyRequestsException", f"no free execution environment for {inv.function_name}"
+            )
         keep = False
         try:
             if cold:
@@ -209,14 +210,24 @@ class LambdaRunner:
                 request_id,
             )
             if not worker.send(
-                {"request_id": request_id, "payload": inv.payload, "deadline_ms": deadline_ms, "function_arn": inv.function_arn}
+                {
+                    "request_id": request_id,
+                    "payload": inv.payload,
+                    "deadline_ms": deadline_ms,
+                    "function_arn": inv.function_arn,
+                }
             ):
                 return self._failure("Runtime.ExitError", f"the execution environment of {inv.function_name} exited")
             answer = worker.receive(inv.timeout_s)
             elapsed = time.monotonic() - started
             if answer is None:
                 if worker.alive():
-                    log.warning("lambda %s: timed out after %.0f s, killing worker %d", inv.function_name, inv.timeout_s, worker.pid)
+                    log.warning(
+                        "lambda %s: timed out after %.0f s, killing worker %d",
+                        inv.function_name,
+                        inv.timeout_s,
+                        worker.pid,
+                    )
                     return InvokeResult(
                         json.dumps(
                             {
@@ -258,8 +269,8 @@ class LambdaRunner:
             {
                 "AWS_ENDPOINT_URL": self.moto_endpoint,
                 "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's dummy credentials
-                "AWS_SESSION_TOKEN": "testing",  # noqa: S105
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_SESSION_TOKEN": "testing",
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": inv.function_name,
@@ -327,11 +338,7 @@ class LambdaRunner:
             if pool is not None:
                 pool.busy.discard(worker)
             reusable = (
-                keep
-                and worker.alive()
-                and pool is not None
-                and pool.signature == worker.signature
-                and not self._closed
+                keep and worker.alive() and pool is not None and pool.signature == worker.signature and not self._closed
             )
             if reusable and pool is not None:
                 pool.idle.append(worker)

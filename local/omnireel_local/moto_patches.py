@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-
 import time
 import uuid
 from collections.abc import Callable
@@ -252,10 +251,22 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
 
     s3_notifications._invoke_awslambda = _invoke_awslambda
 
+    # 7. Request bodies: werkzeug parses any request whose Content-Type is multipart/form-data as an HTML form, so
+    #    an S3 PutObject of a multipart document (the staged video request, ContentType carries its boundary) is
+    #    stored EMPTY (and its checksum no longer matches). Only S3's browser-upload POST is a form; parse forms for
+    #    POST requests only and keep every other body byte-for-byte.
+    from moto.core.request import Request as MotoRequest
+
+    form_parsing = MotoRequest.want_form_data_parsed
+
+    def want_form_data_parsed(self: Any) -> bool:
+        return self.method == "POST" and bool(form_parsing.fget(self))
+
+    MotoRequest.want_form_data_parsed = property(want_form_data_parsed)
+
     _applied = True
     log.info("moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda", MOTO_VERSION)
     return invoker
 
 
 __all__ = ["MOTO_VERSION", "AsyncInvoker", "MotoVersionMismatch", "apply"]
-

@@ -178,7 +178,9 @@ class Provisioner:
         self.region = region
         self.account_id = account_id
         self.session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region  # noqa: S106
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name=region,  # noqa: S106
         )
         self.endpoint_url = endpoint_url
         self._clients: dict[str, Any] = {}
@@ -194,9 +196,7 @@ class Provisioner:
     def call(self, service: str, operation: str, **params: Any) -> Any:
         """An API call with parameters coerced to the operation's input shape."""
         client = self.client(service)
-        model = client.meta.service_model.operation_model(
-            client.meta.method_to_api_mapping.get(operation, operation)
-        )
+        model = client.meta.service_model.operation_model(client.meta.method_to_api_mapping.get(operation, operation))
         return getattr(client, operation)(**coerce(params, model.input_shape))
 
     # ---------------------------------------------------------------- entry point
@@ -296,7 +296,7 @@ class Provisioner:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref":
                 return NO_VALUE if arg == "AWS::NoValue" else self._ref(arg)
             if key == "Fn::GetAtt":
@@ -394,10 +394,23 @@ class Provisioner:
         self.call("s3", "create_bucket", Bucket=name)
         if "BucketEncryption" in props:
             self.call(
-                "s3", "put_bucket_encryption", Bucket=name, ServerSideEncryptionConfiguration=props["BucketEncryption"]
+                "s3",
+                "put_bucket_encryption",
+                Bucket=name,
+                ServerSideEncryptionConfiguration={
+                    "Rules": [
+                        {
+                            "ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"],
+                            **({"BucketKeyEnabled": rule["BucketKeyEnabled"]} if "BucketKeyEnabled" in rule else {}),
+                        }
+                        for rule in props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+                    ]
+                },
             )
         if "VersioningConfiguration" in props:
-            self.call("s3", "put_bucket_versioning", Bucket=name, VersioningConfiguration=props["VersioningConfiguration"])
+            self.call(
+                "s3", "put_bucket_versioning", Bucket=name, VersioningConfiguration=props["VersioningConfiguration"]
+            )
         if "PublicAccessBlockConfiguration" in props:
             self.call(
                 "s3",
@@ -405,6 +418,8 @@ class Provisioner:
                 Bucket=name,
                 PublicAccessBlockConfiguration=props["PublicAccessBlockConfiguration"],
             )
+        if "OwnershipControls" in props:
+            self.call("s3", "put_bucket_ownership_controls", Bucket=name, OwnershipControls=props["OwnershipControls"])
         if "LifecycleConfiguration" in props:
             self.call("s3", "put_bucket_lifecycle_configuration", Bucket=name,
                       LifecycleConfiguration=props["LifecycleConfiguration"])  # fmt: skip
@@ -417,7 +432,10 @@ class Provisioner:
         ):
             entries = []
             for entry in notification.get(cfn_key, []):
-                item = {target: entry.get("Function") or entry.get("Queue") or entry.get("Topic"), "Events": [entry["Event"]]}
+                item = {
+                    target: entry.get("Function") or entry.get("Queue") or entry.get("Topic"),
+                    "Events": [entry["Event"]],
+                }
                 if "Filter" in entry:
                     item["Filter"] = {"Key": {"FilterRules": entry["Filter"]["S3Key"]["Rules"]}}
                 entries.append(item)
@@ -438,8 +456,16 @@ class Provisioner:
         name = props.get("TableName") or self._name(logical, 255)
         args = {
             k: props[k]
-            for k in ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes", "LocalSecondaryIndexes",
-                      "ProvisionedThroughput", "StreamSpecification", "SSESpecification")  # fmt: skip
+            for k in (
+                "AttributeDefinitions",
+                "KeySchema",
+                "BillingMode",
+                "GlobalSecondaryIndexes",
+                "LocalSecondaryIndexes",
+                "ProvisionedThroughput",
+                "StreamSpecification",
+                "SSESpecification",
+            )  # fmt: skip
             if k in props
         }
         if "SSESpecification" in args:
@@ -454,7 +480,9 @@ class Provisioner:
                 TableName=name,
                 PointInTimeRecoverySpecification=pitr,
             )
-        self._record(logical, "AWS::DynamoDB::Table", name, Arn=table["TableArn"], StreamArn=table.get("LatestStreamArn"))
+        self._record(
+            logical, "AWS::DynamoDB::Table", name, Arn=table["TableArn"], StreamArn=table.get("LatestStreamArn")
+        )
 
     def _create_SNS_Topic(self, logical: str, props: dict[str, Any]) -> None:
         name = props.get("TopicName") or self._name(logical, 256)
@@ -515,20 +543,38 @@ class Provisioner:
                 layer_dirs.append(owner["Attrs"]["folder"])
         args = {
             k: props[k]
-            for k in ("Runtime", "Handler", "Description", "Timeout", "MemorySize", "Environment", "Layers",
-                      "Architectures", "TracingConfig", "LoggingConfig", "EphemeralStorage")  # fmt: skip
+            for k in (
+                "Runtime",
+                "Handler",
+                "Description",
+                "Timeout",
+                "MemorySize",
+                "Environment",
+                "Layers",
+                "Architectures",
+                "TracingConfig",
+                "LoggingConfig",
+                "EphemeralStorage",
+            )  # fmt: skip
             if k in props
         }
         if "Environment" in args:
             args["Environment"] = {"Variables": {k: str(v) for k, v in args["Environment"]["Variables"].items()}}
         arn = self.call(
-            "lambda", "create_function", FunctionName=name, Role=props["Role"], Code={"ZipFile": _zip_dir(folder)}, **args
+            "lambda",
+            "create_function",
+            FunctionName=name,
+            Role=props["Role"],
+            Code={"ZipFile": _zip_dir(folder)},
+            **args,
         )["FunctionArn"]
         self.result.functions[name] = {"logical_id": logical, "code_dir": str(folder), "layer_dirs": layer_dirs}
         self._record(logical, "AWS::Lambda::Function", name, Arn=arn)
 
     def _create_Lambda_EventInvokeConfig(self, logical: str, props: dict[str, Any]) -> None:
-        args = {k: props[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds", "DestinationConfig") if k in props}
+        args = {
+            k: props[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds", "DestinationConfig") if k in props
+        }
         self.call("lambda", "put_function_event_invoke_config", FunctionName=props["FunctionName"], **args)
         self._record(logical, "AWS::Lambda::EventInvokeConfig", f"local-{logical}")
 
@@ -576,9 +622,9 @@ class Provisioner:
 
     def _create_SageMaker_Endpoint(self, logical: str, props: dict[str, Any]) -> None:
         name = props.get("EndpointName") or self._name(logical, 63)
-        arn = self.call("sagemaker", "create_endpoint", EndpointName=name, EndpointConfigName=props["EndpointConfigName"])[
-            "EndpointArn"
-        ]
+        arn = self.call(
+            "sagemaker", "create_endpoint", EndpointName=name, EndpointConfigName=props["EndpointConfigName"]
+        )["EndpointArn"]
         self._record(logical, "AWS::SageMaker::Endpoint", arn, EndpointName=name)
 
     def _create_ApiGatewayV2_Api(self, logical: str, props: dict[str, Any]) -> None:

@@ -93,7 +93,9 @@ class SageMakerHosting:
         self.account_id = account_id
         config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
         session = boto3.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=region  # noqa: S106
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name=region,  # noqa: S106
         )
         self._sagemaker = session.client("sagemaker", endpoint_url=moto_endpoint, config=config)
         self._s3 = session.client("s3", endpoint_url=moto_endpoint, config=config)
@@ -145,9 +147,7 @@ class SageMakerHosting:
         try:
             return self._endpoint(name)
         except ClientError:
-            return _json_error(
-                400, "ValidationError", f"Endpoint {name} of account {self.account_id} not found."
-            )
+            return _json_error(400, "ValidationError", f"Endpoint {name} of account {self.account_id} not found.")
 
     # ---------------------------------------------------------------- InvokeEndpoint
     def invoke(self, name: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes | str]:
@@ -165,8 +165,8 @@ class SageMakerHosting:
             return _json_error(
                 424,
                 "ModelError",
-                f"Your invocation timed out while waiting for a response from container primary. Review the latency "
-                f"metrics for each container in Amazon CloudWatch, resolve the issue, and try again.",
+                "Your invocation timed out while waiting for a response from container primary. Review the latency "
+                "metrics for each container in Amazon CloudWatch, resolve the issue, and try again.",
                 OriginalStatusCode=408,
                 LogStreamArn=self._log_stream_arn(name),
             )
@@ -222,7 +222,9 @@ class SageMakerHosting:
             custom_attributes=h.get("x-amzn-sagemaker-custom-attributes"),
             output_location=_join_s3(output_path, h.get("x-amzn-sagemaker-filename") or f"{object_id}.out"),
             failure_location=_join_s3(failure_path, f"{object_id}-error.out"),
-            invocation_timeout_s=float(h.get("x-amzn-sagemaker-invocationtimeoutseconds") or DEFAULT_INVOCATION_TIMEOUT_S),
+            invocation_timeout_s=float(
+                h.get("x-amzn-sagemaker-invocationtimeoutseconds") or DEFAULT_INVOCATION_TIMEOUT_S
+            ),
             request_ttl_s=float(h.get("x-amzn-sagemaker-requestttlseconds") or DEFAULT_REQUEST_TTL_S),
             received_at=_now(),
         )
@@ -251,7 +253,9 @@ class SageMakerHosting:
                     )
                     thread.start()
                     self._threads.append(thread)
-                log.info("async endpoint %s: %d concurrent invocation(s)", endpoint.name, per_instance * endpoint.instances)
+                log.info(
+                    "async endpoint %s: %d concurrent invocation(s)", endpoint.name, per_instance * endpoint.instances
+                )
             return q
 
     def _work(self, q: queue.Queue[_AsyncRequest | None]) -> None:

@@ -107,5 +107,3 @@ def _tag(inbox: InboxStore, bucket: str, key: str, job_id: str, status: str, rea
         inbox.tag(bucket, key, tags)
     except ClientError as exc:  # tagging is a courtesy; the job record and event are the truth
         logger.warning("could not tag inbox object", extra={"key": key, "error": str(exc)})
-
-

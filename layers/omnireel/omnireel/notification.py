@@ -54,10 +54,15 @@ class AsyncInferenceNotification(BaseModel):
         # Some captured notifications name it sagemakerOutputLocation.
         if isinstance(data, dict):
             response = data.get("responseParameters")
-            if isinstance(response, dict) and "outputLocation" not in response and response.get(
-                "sagemakerOutputLocation"
+            if (
+                isinstance(response, dict)
+                and "outputLocation" not in response
+                and response.get("sagemakerOutputLocation")
             ):
-                data = {**data, "responseParameters": {**response, "outputLocation": response["sagemakerOutputLocation"]}}
+                data = {
+                    **data,
+                    "responseParameters": {**response, "outputLocation": response["sagemakerOutputLocation"]},
+                }
         return data
 
     @property

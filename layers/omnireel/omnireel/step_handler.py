@@ -37,7 +37,8 @@ def step_errors(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
             except OmnireelError as exc:
                 metrics.add_metric(name=f"{stage}_failed", unit="Count", value=1)
                 logger.warning(
-                    "step failed", extra={"stage": stage, "code": exc.code, "retryable": exc.retryable, "error": exc.message}
+                    "step failed",
+                    extra={"stage": stage, "code": exc.code, "retryable": exc.retryable, "error": exc.message},
                 )
                 raise as_step_error(exc) from exc
 

@@ -10,6 +10,7 @@ Docker-based Lambda runtime (``_invoke_lambda`` calls the handler module in-proc
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib.util
 import io
 import json
@@ -232,7 +233,7 @@ class Pipeline:
                     raise RuntimeError(f"injected crash in {name}")
                 result = pipeline.handlers[name].handler(payload, Context(function.function_name))
                 return json.dumps(result), False, ""
-            except Exception as exc:  # noqa: BLE001 - reproduce Lambda's error payload
+            except Exception as exc:
                 body = {"errorMessage": str(exc), "errorType": type(exc).__name__, "stackTrace": []}
                 return json.dumps(body), True, ""
 
@@ -374,6 +375,20 @@ class Pipeline:
                 break
             time.sleep(0.1)
         return events
+
+    def stop_executions(self, timeout: float = 10.0) -> None:
+        """Stop running executions and wait (bounded) until none runs, so no thread outlives the mock."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            running = [e for e in self.executions() if e["status"] == "RUNNING"]
+            if not running:
+                return
+            for execution in running:
+                try:
+                    self.sfn.stop_execution(executionArn=execution["executionArn"])
+                except Exception:
+                    pass
+            time.sleep(0.2)
 
     def executions(self) -> list[dict[str, Any]]:
         return self.sfn.list_executions(stateMachineArn=self.state_machine)["executions"]

@@ -176,7 +176,7 @@ def test_duplicate_idempotency_key_returns_the_same_job(pipeline):
 
 
 def test_duplicate_s3_event_starts_one_execution(pipeline):
-    event = pipeline.s3_event("prompts/boat.txt", "a paper boat on a rainy street\n".encode())
+    event = pipeline.s3_event("prompts/boat.txt", b"a paper boat on a rainy street\n")
     first = pipeline.handlers["inbox"].handler(event, Context("inbox"))
     second = pipeline.handlers["inbox"].handler(event, Context("inbox"))
     assert first["results"][0]["status"] == "accepted" and second["results"][0]["status"] == "duplicate"

@@ -20,13 +20,13 @@ import pytest
 pytest.importorskip("h2", reason="the local HTTP/2 event-stream server needs the pure-Python h2 package")
 pytest.importorskip("awscrt", reason="the relay's HTTP/2 transport needs awscrt")
 
+from smithy_aws_core.identity import AWSCredentialsIdentity
+from websockets.exceptions import ConnectionClosed
+
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_sagemaker import SageMakerUpstreamFactory
-from smithy_aws_core.identity import AWSCredentialsIdentity
-from websockets.exceptions import ConnectionClosed
-
 from tests.unit.relay.h2_sagemaker_server import CHUNK, H2SageMakerServer
 from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, run, speak
 

@@ -83,8 +83,9 @@ def test_the_container_parser_rejects_an_oversize_text_part(reference):
     """Proof that the limit we guard against is real: a >1 MiB text part fails in Starlette."""
     from starlette.formparsers import MultiPartException
 
-    huge = type(reference)(part_text=json.dumps({"image_url": "data:image/jpeg;base64," + "A" * (1024 * 1024)}),
-                           jpeg_bytes=0, quality=90)
+    huge = type(reference)(
+        part_text=json.dumps({"image_url": "data:image/jpeg;base64," + "A" * (1024 * 1024)}), jpeg_bytes=0, quality=90
+    )
     staged = build_video_request(parse_job_request({"prompt": "p"}), huge)
     # Inside the app Starlette turns this into HTTP 400 "Part exceeded maximum size of 1024KB.".
     with pytest.raises(MultiPartException) as caught:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
 from omnireel_local.emulator import EmulatorConfig, create_app
 
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient` is deprecated")

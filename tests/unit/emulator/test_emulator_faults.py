@@ -8,6 +8,7 @@ import time
 import av
 import pytest
 from emulator_testkit import assert_error_shape, pipeline_fields, post_multipart
+
 from omnireel_local.emulator import EmulatorConfig
 from omnireel_local.emulator.config import kinds_for_model
 

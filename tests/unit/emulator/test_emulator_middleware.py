@@ -8,13 +8,14 @@ import re
 import av
 import pytest
 from emulator_testkit import multipart, pipeline_fields
-from omnireel_local.emulator.middleware import SageMakerRouteMiddleware, json_to_multipart, route_from_headers
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
+
+from omnireel_local.emulator.middleware import SageMakerRouteMiddleware, json_to_multipart, route_from_headers
 
 ATTR = "X-Amzn-SageMaker-Custom-Attributes"
 

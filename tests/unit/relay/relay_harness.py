@@ -8,12 +8,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from websockets.asyncio.client import ClientConnection, connect
+
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_websocket import WebSocketUpstreamFactory
-from websockets.asyncio.client import ClientConnection, connect
-
 from tests.unit.relay.fake_tts_upstream import FakeTTS
 
 TOKEN = "test-token-0123456789abcdef"

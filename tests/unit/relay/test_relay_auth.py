@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from omnireel_relay.auth import Authenticator
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from omnireel_relay.auth import Authenticator
 from tests.unit.relay.relay_harness import CONFIG, TOKEN, open_client, relay_stack, run, speak, url_of
 
 

@@ -34,6 +34,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
     ResponseStreamEventPayloadPart,
     ResponseStreamEventUnknown,
 )
+from websockets.exceptions import ConnectionClosed
+
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
@@ -43,8 +45,6 @@ from omnireel_relay.upstream_sagemaker import (
     SageMakerUpstreamFactory,
     endpoint_uri,
 )
-from websockets.exceptions import ConnectionClosed
-
 from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, run, speak
 from tests.unit.relay.tls_cert import self_signed_cert
 

@@ -18,11 +18,11 @@ _MODEL_CALL = Config(retries={"mode": "standard", "max_attempts": 2}, connect_ti
 
 
 @cache
-def client(service: str):  # noqa: ANN201 - boto3 clients are dynamically typed
+def client(service: str):
     config = _MODEL_CALL if service == "sagemaker-runtime" else _DEFAULT
     return boto3.client(service, config=config)
 
 
 @cache
-def table(name: str):  # noqa: ANN201
+def table(name: str):
     return boto3.resource("dynamodb", config=_DEFAULT).Table(name)

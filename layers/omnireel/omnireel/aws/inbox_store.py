@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from botocore.exceptions import ClientError
+
 from omnireel.aws.clients import client
 
 
@@ -11,7 +13,12 @@ class InboxStore:
 
     def read(self, bucket: str, key: str, max_bytes: int) -> bytes:
         """Read at most ``max_bytes`` + 1 bytes (enough to tell that a file is too large)."""
-        response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}")
+        try:
+            response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "InvalidRange":  # an empty object has no byte 0
+                return b""
+            raise
         return response["Body"].read()
 
     def tag(self, bucket: str, key: str, tags: dict[str, str]) -> None:

@@ -76,7 +76,11 @@ class JobStore:
         stamp = iso(now())
         names = {"#status": "status", "#target": target.value}
         values: dict[str, Any] = {":target": target.value, ":now": stamp}
-        sets = ["#status = :target", "updated_at = :now", "stage_times.#target = if_not_exists(stage_times.#target, :now)"]
+        sets = [
+            "#status = :target",
+            "updated_at = :now",
+            "stage_times.#target = if_not_exists(stage_times.#target, :now)",
+        ]
         for index, (name, value) in enumerate(fields.items()):
             names[f"#f{index}"] = name
             values[f":f{index}"] = value
@@ -98,9 +102,7 @@ class JobStore:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             current = self.get(job_id)  # raises JobNotFound for an unknown id
-            raise JobConflict(
-                f"job {job_id} cannot move from {current.status.value} to {target.value}"
-            ) from exc
+            raise JobConflict(f"job {job_id} cannot move from {current.status.value} to {target.value}") from exc
         return _from_item(result["Attributes"])
 
     def set_fields(self, job_id: str, **fields: Any) -> Job:
@@ -129,9 +131,9 @@ class JobStore:
         )
 
     def task_token(self, job_id: str) -> str | None:
-        item = self._table.get_item(
-            Key={"job_id": job_id}, ConsistentRead=True, ProjectionExpression="task_token"
-        ).get("Item")
+        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True, ProjectionExpression="task_token").get(
+            "Item"
+        )
         return (item or {}).get("task_token")
 
     def claim_publication(self, job_id: str) -> bool:

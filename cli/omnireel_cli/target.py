@@ -1,0 +1,131 @@
+"""Which omnireel the CLI talks to: the local stack (default) or a deployed stack (``--stack NAME --region R``).
+
+Either way the CLI gets the same things: the HTTP API base URL, boto3 clients for S3/SNS/SQS, and the stack outputs
+(InboxBucketName, JobEventsTopicArn, ...). Deployed API calls are signed with SigV4 (service ``execute-api``), as the
+API's IAM authorizer requires; locally they go to the front door unsigned.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from omnireel_local import home as homedir
+
+from .errors import CliError, InfraError
+
+
+@dataclass
+class Target:
+    name: str
+    api_url: str
+    region: str
+    outputs: dict[str, str]
+    endpoint_url: str | None = None
+    credentials: dict[str, str] = field(default_factory=dict)
+    sign: bool = False
+    events_queue_url: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    _session: Any = None
+
+    @property
+    def local(self) -> bool:
+        return self.endpoint_url is not None
+
+    @classmethod
+    def local_stack(cls) -> Target:
+        state = homedir.read_state()
+        if not state or not state.get("ready") or not homedir.pid_alive(int(state.get("pid", 0))):
+            raise InfraError("the local stack is not running: start it with `omnireel local up`")
+        return cls(
+            name="local",
+            api_url=state["api_url"],
+            region=state["region"],
+            outputs=state.get("outputs", {}),
+            endpoint_url=state["endpoint_url"],
+            credentials={
+                "aws_access_key_id": homedir.CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                "aws_secret_access_key": homedir.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            },
+            events_queue_url=state.get("events_queue_url"),
+            state=state,
+        )
+
+    @classmethod
+    def deployed(cls, stack: str, region: str | None) -> Target:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        session = boto3.Session(region_name=region)
+        if not session.region_name:
+            raise CliError("no region: pass --region or set AWS_REGION", code=2)
+        try:
+            described = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+        except (ClientError, BotoCoreError) as exc:
+            raise InfraError(f"cannot read stack {stack} in {session.region_name}: {exc}") from exc
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
+        if "ApiUrl" not in outputs:
+            raise InfraError(f"stack {stack} has no ApiUrl output (status {described.get('StackStatus')})")
+        target = cls(name=stack, api_url=outputs["ApiUrl"], region=session.region_name, outputs=outputs, sign=True)
+        target._session = session
+        return target
+
+    # ---------------------------------------------------------------- AWS clients
+    def session(self) -> Any:
+        if self._session is None:
+            import boto3
+
+            self._session = boto3.Session(region_name=self.region, **self.credentials)
+        return self._session
+
+    def client(self, service: str) -> Any:
+        return self.session().client(service, endpoint_url=self.endpoint_url)
+
+    def output(self, name: str) -> str:
+        if name not in self.outputs:
+            raise InfraError(f"the {self.name} stack has no output {name}")
+        return self.outputs[name]
+
+    # ---------------------------------------------------------------- HTTP API
+    def api(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+            timeout: float = 35) -> tuple[int, Any]:  # fmt: skip
+        url = self.api_url.rstrip("/") + path
+        data = json.dumps(body).encode() if body is not None else None
+        all_headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+        if self.sign:
+            from botocore.auth import SigV4Auth
+            from botocore.awsrequest import AWSRequest
+
+            credentials = self.session().get_credentials()
+            if credentials is None:
+                raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
+            request = AWSRequest(method=method, url=url, data=data, headers=all_headers)
+            SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(request)
+            all_headers = dict(request.headers.items())
+        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)
+        for attempt in range(3):
+            try:
+                with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) API URL
+                    return response.status, _decode(response.read())
+            except urllib.error.HTTPError as exc:
+                if exc.code in (502, 503, 504) and attempt < 2:
+                    time.sleep(1 + attempt)
+                    continue
+                return exc.code, _decode(exc.read())
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                if attempt < 2:
+                    time.sleep(1 + attempt)
+                    continue
+                raise InfraError(f"the {self.name} API at {self.api_url} is unreachable: {exc}") from exc
+        raise InfraError(f"the {self.name} API at {self.api_url} is unreachable")
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw.decode(errors="replace")

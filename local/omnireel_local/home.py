@@ -1,0 +1,73 @@
+"""Where the local stack keeps its state: ``$OMNIREEL_HOME`` or ``<repo>/.omnireel`` (pids, ports, logs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from .cfn_template import ROOT
+
+STATE_FILE = "state.json"
+REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"
+STACK_NAME = "omnireel-local"
+# moto accepts any credentials; these make the AWS CLI and boto3 work against the local endpoint.
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+def home() -> Path:
+    return Path(os.environ.get("OMNIREEL_HOME") or ROOT / ".omnireel").resolve()
+
+
+def state_path(base: Path | None = None) -> Path:
+    return (base or home()) / STATE_FILE
+
+
+def read_state(base: Path | None = None) -> dict[str, Any] | None:
+    path = state_path(base)
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_state(state: dict[str, Any], base: Path | None = None) -> None:
+    path = state_path(base)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) counts as gone.
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        return "\nState:\tZ" not in status
+    except OSError:
+        return True
+
+
+def pid_is_ours(pid: int, marker: str) -> bool:
+    """True if ``pid`` is alive and its command line mentions ``marker`` (guards against recycled pids)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        return marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return True  # no /proc (macOS): trust the recorded pid

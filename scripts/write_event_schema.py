@@ -1,0 +1,24 @@
+"""Regenerate docs/events/job-event.v1.schema.json from omnireel.events.JobEvent (a test checks it is current)."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "layers" / "omnireel"))
+
+from omnireel.events import JobEvent  # noqa: E402
+
+SCHEMA_PATH = ROOT / "docs" / "events" / "job-event.v1.schema.json"
+
+
+def schema() -> dict:
+    document = JobEvent.model_json_schema()
+    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    document["$id"] = "omnireel/job-event/v1"
+    return document
+
+
+if __name__ == "__main__":
+    SCHEMA_PATH.write_text(json.dumps(schema(), indent=2, sort_keys=True) + "\n")
+    print(SCHEMA_PATH.relative_to(ROOT))

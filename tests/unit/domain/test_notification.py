@@ -1,0 +1,60 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from omnireel.notification import AsyncInferenceNotification, InvocationStatus
+
+SUCCESS = {
+    "awsRegion": "us-east-1",
+    "eventTime": "2026-11-29T12:00:10.123Z",
+    "receivedTime": "2026-11-29T12:00:00.001Z",
+    "invocationStatus": "Completed",
+    "requestParameters": {
+        "accept": "video/mp4",
+        "contentType": "multipart/form-data; boundary=x",
+        "endpointName": "video",
+        "inputLocation": "s3://b/jobs/j/video-request.multipart",
+    },
+    "responseParameters": {"contentType": "video/mp4", "outputLocation": "s3://b/async/outputs/u.out"},
+    "inferenceId": "3f0b0c3e-1111-4222-8333-444455556666",
+    "eventVersion": "1.0",
+    "eventSource": "aws:sagemaker",
+    "eventName": "InferenceResult",
+}
+
+
+def test_success_notification():
+    note = AsyncInferenceNotification.model_validate(SUCCESS)
+    assert note.succeeded and note.output_location == "s3://b/async/outputs/u.out"
+    assert note.request_parameters.input_location.endswith(".multipart")
+
+
+def test_failure_with_location_at_top_level_or_in_response_parameters():
+    top = {**SUCCESS, "invocationStatus": "Failed", "failureReason": "500", "failureLocation": "s3://b/f/1"}
+    top.pop("responseParameters")
+    nested = {**top, "responseParameters": {"failureLocation": "s3://b/f/2"}}
+    nested.pop("failureLocation")
+    assert AsyncInferenceNotification.model_validate(top).error_location == "s3://b/f/1"
+    assert AsyncInferenceNotification.model_validate(nested).error_location == "s3://b/f/2"
+    assert not AsyncInferenceNotification.model_validate(top).succeeded
+
+
+def test_expired_and_unknown_keys_are_tolerated():
+    note = AsyncInferenceNotification.model_validate_json(
+        json.dumps({"invocationStatus": "Expired", "inferenceId": "j", "somethingNew": {"a": 1}})
+    )
+    assert note.invocation_status is InvocationStatus.EXPIRED and not note.succeeded
+
+
+def test_legacy_output_field_name():
+    legacy = {**SUCCESS, "responseParameters": {"sagemakerOutputLocation": "s3://b/o.out"}}
+    assert AsyncInferenceNotification.model_validate(legacy).output_location == "s3://b/o.out"
+
+
+@pytest.mark.parametrize(
+    "broken", [{"inferenceId": "j"}, {"invocationStatus": "Completed"}, {**SUCCESS, "invocationStatus": "Maybe"}]
+)
+def test_missing_status_or_id_is_rejected(broken):
+    with pytest.raises(ValidationError):
+        AsyncInferenceNotification.model_validate(broken)
