@@ -1,0 +1,286 @@
+"""Jobs through the HTTP API, prompt files through the inbox bucket, events through an SQS subscription."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .errors import CliError, InfraError, JobFailed, UsageError
+from .progress import Progress
+from .target import Target
+
+TERMINAL = {"succeeded", "failed"}
+STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_render_s", "video (queue + render)"))
+
+
+def build_request(prompt: str, *, frames: int | None = None, steps: int | None = None, size: str | None = None,
+                  seed: int | None = None, fps: int | None = None, image_size: str | None = None,
+                  image_steps: int | None = None) -> dict[str, Any]:  # fmt: skip
+    request: dict[str, Any] = {"prompt": prompt}
+    if seed is not None:
+        request["seed"] = seed
+    video: dict[str, Any] = {}
+    if size:
+        try:
+            width, height = (int(x) for x in size.lower().split("x"))
+        except ValueError as exc:
+            raise UsageError(f"--size must look like 480x320, got {size!r}") from exc
+        video.update(width=width, height=height)
+    if frames is not None:
+        video["num_frames"] = frames
+    if steps is not None:
+        video["num_inference_steps"] = steps
+    if fps is not None:
+        video["fps"] = fps
+    if video:
+        request["video"] = video
+    image: dict[str, Any] = {}
+    if image_size:
+        image["size"] = image_size
+    if image_steps is not None:
+        image["num_inference_steps"] = image_steps
+    if image:
+        request["image"] = image
+    return request
+
+
+def _api_error(status: int, body: Any, what: str) -> CliError:
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        message = f"{what}: {error.get('code')}: {error.get('message')}"
+    else:
+        message = f"{what}: HTTP {status}: {str(body)[:300]}"
+    return UsageError(message) if 400 <= status < 500 and status != 429 else InfraError(message)
+
+
+def submit(target: Target, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    status, body = target.api("POST", "/jobs", request, headers)
+    if status != 202 or not isinstance(body, dict):
+        raise _api_error(status, body, "the job was not accepted")
+    return body
+
+
+def get_job(target: Target, job_id: str) -> dict[str, Any]:
+    status, body = target.api("GET", f"/jobs/{job_id}")
+    if status != 200 or not isinstance(body, dict):
+        raise _api_error(status, body, f"cannot read job {job_id}")
+    return body
+
+
+def wait(target: Target, job_id: str, timeout: float, quiet: bool = False) -> dict[str, Any]:
+    """Poll the job until it is terminal (bounded by ``timeout``), showing its stage."""
+    progress = Progress(enabled=not quiet)
+    started = time.monotonic()
+    delay = 0.3
+    try:
+        while True:
+            job = get_job(target, job_id)
+            elapsed = time.monotonic() - started
+            if job["status"] in TERMINAL:
+                return job
+            if elapsed > timeout:
+                raise InfraError(f"job {job_id} is still {job['status']} after {timeout:.0f} s (--timeout)")
+            progress.update(f"job {job_id[:8]}: {job['status'].replace('_', ' ')}", elapsed)
+            time.sleep(delay)
+            delay = min(delay * 1.3, 2.0)
+    finally:
+        progress.clear()
+
+
+def describe(job: dict[str, Any]) -> list[str]:
+    lines = [f"job {job['job_id']}: {job['status']}"]
+    timings = job.get("timings") or {}
+    for key, label in STAGES:
+        if timings.get(key) is not None:
+            lines.append(f"  {label:<24} {timings[key]:7.2f} s")
+    if timings.get("total_s") is not None:
+        lines.append(f"  {'total':<24} {timings['total_s']:7.2f} s")
+    for name, link in (job.get("artifacts") or {}).items():
+        lines.append(f"  {name:<24} {link.get('s3_uri')}")
+    if job.get("error"):
+        error = job["error"]
+        lines.append(f"  error: [{error.get('stage')}] {error.get('code')}: {error.get('message')}")
+    return lines
+
+
+def failure_line(job: dict[str, Any]) -> str:
+    error = job.get("error") or {}
+    return f"job {job['job_id']} failed at {error.get('stage')}: {error.get('code')}: {error.get('message')}"
+
+
+def download(job: dict[str, Any], directory: Path, names: tuple[str, ...] = ("image", "video")) -> dict[str, Path]:
+    """Download the job's image and video (presigned URLs from the API) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    saved: dict[str, Path] = {}
+    for name in names:
+        link = (job.get("artifacts") or {}).get(name)
+        if not link:
+            continue
+        filename = {"image": "image.png", "video": "video.mp4"}.get(name, Path(link["s3_uri"]).name)
+        path = directory / filename
+        try:
+            with urllib.request.urlopen(link["url"], timeout=60) as response:  # noqa: S310 - presigned S3 URL
+                path.write_bytes(response.read())
+        except OSError as exc:
+            raise InfraError(f"cannot download the {name} of job {job['job_id']}: {exc}") from exc
+        saved[name] = path
+    return saved
+
+
+# ---------------------------------------------------------------- inbox
+def drop(target: Target, file: Path, key: str | None = None) -> str:
+    if not file.is_file():
+        raise UsageError(f"no such file: {file}")
+    bucket = target.output("InboxBucketName")
+    key = key or f"prompts/{file.name}"
+    content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
+    try:
+        target.client("s3").put_object(Bucket=bucket, Key=key, Body=file.read_bytes(), ContentType=content_type)
+    except Exception as exc:  # noqa: BLE001 - any AWS failure is one line for the user
+        raise InfraError(f"cannot upload {file} to s3://{bucket}/{key}: {exc}") from exc
+    return f"s3://{bucket}/{key}"
+
+
+def job_of_dropped(target: Target, uri: str, timeout: float) -> tuple[str, str]:
+    """The job id (and inbox status) the inbox function tagged the dropped object with."""
+    bucket, _, key = uri[5:].partition("/")
+    s3 = target.client("s3")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])}
+        if "omnireel-job-id" in tags:
+            return tags["omnireel-job-id"], tags.get("omnireel-status", "")
+        time.sleep(0.3)
+    raise InfraError(f"{uri} was not picked up by the inbox function within {timeout:.0f} s")
+
+
+# ---------------------------------------------------------------- events
+def unwrap(body: str) -> dict[str, Any] | None:
+    """An SNS->SQS envelope (or a raw message) -> the job event."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get("Type") == "Notification" and "Message" in data:
+        try:
+            data = json.loads(data["Message"])
+        except ValueError:
+            return None
+    return data if isinstance(data, dict) else None
+
+
+class EventTap:
+    """A temporary SQS queue subscribed to the job-events topic: events as any consumer receives them."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.sqs = target.client("sqs")
+        self.sns = target.client("sns")
+        topic = target.output("JobEventsTopicArn")
+        name = f"omnireel-cli-tap-{uuid.uuid4().hex[:12]}"
+        try:
+            self.url = self.sqs.create_queue(QueueName=name, Attributes={"MessageRetentionPeriod": "3600"})["QueueUrl"]
+            arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            policy = {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "sns.amazonaws.com"},
+                        "Action": "sqs:SendMessage",
+                        "Resource": arn,
+                        "Condition": {"ArnEquals": {"aws:SourceArn": topic}},
+                    }
+                ],
+            }
+            self.sqs.set_queue_attributes(QueueUrl=self.url, Attributes={"Policy": json.dumps(policy)})
+            self.subscription = self.sns.subscribe(
+                TopicArn=topic, Protocol="sqs", Endpoint=arn, ReturnSubscriptionArn=True
+            )["SubscriptionArn"]
+        except Exception as exc:  # noqa: BLE001
+            raise InfraError(f"cannot subscribe to the job events: {exc}") from exc
+
+    def close(self) -> None:
+        try:
+            self.sns.unsubscribe(SubscriptionArn=self.subscription)
+        finally:
+            self.sqs.delete_queue(QueueUrl=self.url)
+
+
+def receive(sqs: Any, url: str, wait_s: int) -> list[dict[str, Any]]:
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s).get("Messages", [])
+    events = []
+    for message in messages:
+        event = unwrap(message["Body"])
+        if event is not None:
+            events.append(event)
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return events
+
+
+def event_line(event: dict[str, Any]) -> str:
+    line = f"{event.get('occurred_at', '')} {event.get('event_type')} {event.get('job_id')}"
+    total = (event.get("timings") or {}).get("total_s")
+    if total is not None:
+        line += f" total={total:.2f}s"
+    if event.get("error"):
+        error = event["error"]
+        line += f" [{error.get('stage')}] {error.get('code')}: {error.get('message')}"
+    elif event.get("prompt"):
+        line += f" prompt={event['prompt'][:60]!r}"
+    return line
+
+
+def events(target: Target, follow: bool, as_json: bool, timeout: float | None) -> int:
+    tap: EventTap | None = None
+    if target.events_queue_url:
+        sqs, url = target.client("sqs"), target.events_queue_url
+    else:
+        if not follow:
+            raise UsageError("against a deployed stack, `omnireel events` needs --follow (it subscribes from now on)")
+        tap = EventTap(target)
+        sqs, url = tap.sqs, tap.url
+    deadline = time.monotonic() + timeout if timeout else None
+    count = 0
+    try:
+        while True:
+            wait_s = 5 if follow else 1
+            if deadline is not None:
+                wait_s = max(0, min(wait_s, int(deadline - time.monotonic())))
+            batch = receive(sqs, url, wait_s)
+            for event in batch:
+                count += 1
+                print(json.dumps(event) if as_json else event_line(event), flush=True)
+            if not batch and not follow:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if tap is not None:
+            tap.close()
+    if not as_json and not follow:
+        print(f"{count} event(s)", file=sys.stderr)
+    return 0
+
+
+def wait_for_event(sqs: Any, url: str, job_id: str, timeout: float) -> dict[str, Any] | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in receive(sqs, url, max(1, min(5, int(deadline - time.monotonic())))):
+            if event.get("job_id") == job_id:
+                return event
+    return None
+
+
+def raise_if_failed(job: dict[str, Any]) -> None:
+    if job["status"] == "failed":
+        raise JobFailed(failure_line(job))

@@ -1,0 +1,63 @@
+"""Every function has sample events under events/, and each parses with that function's input model."""
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_lambda_powertools.utilities.parser import envelopes, parse
+from aws_lambda_powertools.utilities.parser.models import APIGatewayProxyEventV2Model, S3Model
+
+from omnireel.errors import decode_step_failure
+from omnireel.notification import AsyncInferenceNotification
+from omnireel.step_handler import StepInput
+
+ROOT = Path(__file__).resolve().parents[3]
+EVENTS = ROOT / "events"
+FUNCTIONS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
+
+
+def load(name: str) -> dict:
+    return json.loads((EVENTS / name).read_text())
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_function_has_a_sample_event(function):
+    assert list(EVENTS.glob(f"{function}*.json")), f"add events/{function}*.json"
+
+
+def test_api_events():
+    for name in ("api_post_jobs.json", "api_get_job.json"):
+        parse(event=load(name), model=APIGatewayProxyEventV2Model)
+
+
+def test_inbox_event():
+    parsed = parse(event=load("inbox_s3_put.json"), model=S3Model)
+    assert parsed.Records[0].s3.object.key.startswith("prompts/")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "generate_image.json",
+        "stage_video_request.json",
+        "invoke_video.json",
+        "reconcile_video.json",
+        "publish_event_succeeded.json",
+        "publish_event_failed.json",
+    ],
+)
+def test_step_events(name):
+    StepInput.model_validate(load(name))
+
+
+def test_failed_step_event_decodes_to_a_code_and_message():
+    error = load("publish_event_failed.json")["error"]
+    assert decode_step_failure(error["Error"], error["Cause"])["code"] == "EndpointUnavailable"
+
+
+@pytest.mark.parametrize(
+    ("name", "succeeded"), [("async_result_completed.json", True), ("async_result_failed.json", False)]
+)
+def test_async_result_events(name, succeeded):
+    [note] = parse(event=load(name), model=AsyncInferenceNotification, envelope=envelopes.SnsEnvelope)
+    assert note.succeeded is succeeded and note.inference_id
