@@ -238,9 +238,21 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
     Subscription.publish = publish
 
     # 6. S3 -> Lambda: same as SNS: moto runs the notification synchronously inside PutObject and swallows errors;
-    #    AWS invokes asynchronously with retries and the on-failure destination.
+    #    AWS invokes asynchronously with retries and the on-failure destination. moto's event also lacks fields AWS
+    #    always sends (object.sequencer - Powertools' S3 event class requires it -, userIdentity, requestParameters,
+    #    responseElements, bucket.ownerIdentity); add them.
     def _invoke_awslambda(account_id: str, event_body: Any, fn_arn: str, region_name: str) -> None:
         from moto.awslambda.utils import get_backend
+
+        for record in event_body.get("Records", []):
+            record.setdefault("userIdentity", {"principalId": f"AWS:{account_id}"})
+            record.setdefault("requestParameters", {"sourceIPAddress": "127.0.0.1"})
+            record.setdefault(
+                "responseElements", {"x-amz-request-id": uuid.uuid4().hex[:16].upper(), "x-amz-id-2": "local"}
+            )
+            s3 = record.get("s3", {})
+            s3.get("bucket", {}).setdefault("ownerIdentity", {"principalId": account_id})
+            s3.get("object", {}).setdefault("sequencer", f"{time.time_ns():018X}")
 
         try:
             fn = get_backend(account_id, region_name).get_function(fn_arn)

@@ -43,6 +43,7 @@ FUNCTIONS = [
     "async_result",
     "reconcile_video",
     "publish_event",
+    "workflow_ended",
 ]
 LOGICAL_IDS = {
     "GenerateImageFunctionArn": "generate_image",

@@ -184,3 +184,39 @@ def test_duplicate_s3_event_starts_one_execution(pipeline):
     assert len(pipeline.executions()) == 1
     tags = pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key="prompts/boat.txt")["TagSet"]
     assert {"Key": "omnireel-status", "Value": "accepted"} in tags
+
+
+def workflow_ended_event(pipeline, job_id, status):
+    return {
+        "version": "0",
+        "id": "e1",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": "123456789012",
+        "time": "2026-11-29T12:05:00Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {"name": job_id, "status": status, "stateMachineArn": pipeline.state_machine, "cause": None},
+    }
+
+
+def test_an_aborted_execution_still_gets_exactly_one_terminal_event(pipeline):
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.stop_executions()  # an operator aborts the execution while it waits for the video
+    ended = pipeline.handlers["workflow_ended"].handler(workflow_ended_event(pipeline, job_id, "ABORTED"), Context("w"))
+    again = pipeline.handlers["workflow_ended"].handler(workflow_ended_event(pipeline, job_id, "ABORTED"), Context("w"))
+    assert ended["published"] is True and again["published"] is False
+    job = pipeline.job(job_id)
+    assert job["status"] == "failed" and job["error"]["code"] == "WorkflowAborted"
+    assert job["error"]["stage"] == "render_video"
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.failed"]
+
+
+def test_the_safety_net_adds_nothing_after_a_normal_failure(pipeline):
+    pipeline.image_endpoint.failures = 99
+    job_id = submit(pipeline)
+    assert pipeline.execution(job_id)["status"] == "FAILED"
+    result = pipeline.handlers["workflow_ended"].handler(workflow_ended_event(pipeline, job_id, "FAILED"), Context("w"))
+    assert result["published"] is False
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.failed"]

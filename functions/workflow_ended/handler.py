@@ -1,0 +1,53 @@
+"""Safety net: an execution that ended FAILED / TIMED_OUT / ABORTED without its job's terminal event gets one.
+
+EventBridge delivers Step Functions' "Execution Status Change" events here. ``finish_job`` is
+idempotent: if RecordFailure (or PublishSucceeded) already published, nothing happens; if the job
+already succeeded but its event never went out, the succeeded event is published.
+"""
+
+import json
+
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.job_store import JobStore
+from omnireel.job import JobStatus
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.outcome import finish_job
+from omnireel.settings import PublishSettings
+
+settings = PublishSettings.from_env()
+jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
+artifacts = ArtifactStore(settings.artifacts_bucket)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+CODES = {"FAILED": "WorkflowFailed", "TIMED_OUT": "WorkflowTimedOut", "ABORTED": "WorkflowAborted"}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_source(data_class=EventBridgeEvent)
+def handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
+    detail = event.detail
+    job_id, status = detail["name"], detail["status"]
+    logger.append_keys(job_id=job_id)
+    if jobs.find(job_id) is None:
+        logger.warning("execution ended for an unknown job", extra={"status": status})
+        return {"job_id": job_id, "published": False}
+    code = CODES.get(status, "WorkflowEnded")
+    cause = detail.get("cause") or f"the workflow execution ended {status}"
+    published = finish_job(
+        job_id,
+        JobStatus.FAILED,
+        step_error={"Error": code, "Cause": json.dumps({"code": code, "message": cause})},
+        jobs=jobs,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=settings.presign_seconds,
+    )
+    if published is not None:
+        logger.warning("terminal event published by the safety net", extra={"status": published.status})
+        metrics.add_metric(name="terminal_events_recovered", unit=MetricUnit.Count, value=1)
+    return {"job_id": job_id, "published": published is not None}
