@@ -10,11 +10,13 @@ SAM_VENV    := .venv-sam
 SAM         := $(SAM_VENV)/bin/sam
 STAMP       := $(VENV)/.installed
 SAM_STAMP   := $(SAM_VENV)/.installed
+CHECKOV_VENV  := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 NODE_STAMP  := node_modules/.installed
 # Quiet pip's notes about local mirrors that do not exist on every machine.
 PIP_FILTER  := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help venv sam-venv lint test test-unit test-integration test-e2e demo build validate clean destroy bench
+.PHONY: help venv sam-venv checkov-venv checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,6 +39,20 @@ $(SAM_STAMP): requirements/sam.txt
 
 sam-venv: $(SAM_STAMP) ## create .venv-sam with the pinned SAM CLI
 
+$(CHECKOV_STAMP): requirements/checkov.txt
+	@echo "==> creating $(CHECKOV_VENV) (checkov pins its own dependencies)"
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(CHECKOV_VENV)
+	@$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements/checkov.txt $(PIP_FILTER)
+	@touch $@
+
+checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov
+
+checkov: $(STAMP) $(CHECKOV_STAMP) ## checkov on the SAM-transformed template (waivers live in resource Metadata)
+	@echo "==> checkov (SAM-transformed template.yaml)"
+	@$(PY) scripts/checkov_template.py .aws-sam/checkov/template.json >/dev/null
+	@$(CHECKOV_VENV)/bin/checkov -f .aws-sam/checkov/template.json --framework cloudformation --skip-download \
+		--compact --quiet -o cli
+
 $(NODE_STAMP): package.json package-lock.json
 	@echo "==> installing asl-validator (npm ci)"
 	@npm ci --silent --no-audit --no-fund
@@ -49,7 +65,7 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) ## sam validate --lint and ASL val
 	@$(PY) -m omnireel_local.cfn_template .aws-sam/asl >/dev/null
 	@npx --no-install asl-validator --json-path .aws-sam/asl/pipeline.asl.json
 
-lint: $(STAMP) validate ## ruff + sam validate --lint + ASL validation
+lint: $(STAMP) validate checkov ## ruff + sam validate --lint + ASL validation + checkov
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(VENV)/bin/ruff format .'" >&2; exit 1; }
@@ -71,6 +87,20 @@ demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
 
 build: $(SAM_STAMP) ## sam build (no container needed)
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
+
+smoke: $(STAMP) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
+	@$(VENV)/bin/omnireel smoke $(if $(STACK),--stack $(STACK))
+
+RELAY_PLATFORM ?= linux/arm64
+relay-image: ## build and push the relay image: make relay-image RELAY_IMAGE=<account>.dkr.ecr.<region>.amazonaws.com/omnireel-relay:<tag>
+	@test -n "$(RELAY_IMAGE)" || { echo "usage: make relay-image RELAY_IMAGE=<ecr repository uri>:<tag> (docs/operations.md)" >&2; exit 2; }
+	@command -v docker >/dev/null || { echo "relay-image needs docker with buildx (docs/operations.md)" >&2; exit 2; }
+	docker buildx build --platform $(RELAY_PLATFORM) -f relay/Dockerfile -t $(RELAY_IMAGE) --push relay/
+
+destroy: $(STAMP) $(SAM_STAMP) ## empty the stack's buckets, sam delete, report: make destroy STACK=name REGION=r [CONFIRM=yes]
+	@test -n "$(STACK)" || { echo "usage: make destroy STACK=name [REGION=us-east-1] [CONFIRM=yes]" >&2; exit 2; }
+	@SAM_CLI_TELEMETRY=0 $(PY) scripts/destroy_stack.py --stack $(STACK) $(if $(REGION),--region $(REGION)) \
+		$(if $(filter yes,$(CONFIRM)),--yes) --sam $(SAM)
 
 clean: ## remove build outputs and local stack state (keeps the venvs)
 	rm -rf .aws-sam out .omnireel .pytest_cache .ruff_cache

@@ -143,7 +143,7 @@ def drop(target: Target, file: Path, key: str | None = None) -> str:
     content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
     try:
         target.client("s3").put_object(Bucket=bucket, Key=key, Body=file.read_bytes(), ContentType=content_type)
-    except Exception as exc:  # noqa: BLE001 - any AWS failure is one line for the user
+    except Exception as exc:
         raise InfraError(f"cannot upload {file} to s3://{bucket}/{key}: {exc}") from exc
     return f"s3://{bucket}/{key}"
 
@@ -187,7 +187,9 @@ class EventTap:
         name = f"omnireel-cli-tap-{uuid.uuid4().hex[:12]}"
         try:
             self.url = self.sqs.create_queue(QueueName=name, Attributes={"MessageRetentionPeriod": "3600"})["QueueUrl"]
-            arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
             policy = {
                 "Version": "2012-10-17",
                 "Statement": [
@@ -204,7 +206,7 @@ class EventTap:
             self.subscription = self.sns.subscribe(
                 TopicArn=topic, Protocol="sqs", Endpoint=arn, ReturnSubscriptionArn=True
             )["SubscriptionArn"]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise InfraError(f"cannot subscribe to the job events: {exc}") from exc
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -17,7 +18,7 @@ from omnireel_local.cfn_template import ROOT
 from .errors import InfraError
 from .progress import Progress
 
-MARKER = "omnireel_local"
+MARKER = "omnireel"  # matches omnireel_local.* and omnireel_relay command lines
 
 
 def running_state() -> dict[str, Any] | None:
@@ -135,15 +136,11 @@ def down(*, quiet: bool = False, timeout: float = 20.0) -> int:
     leftovers = [p for p in tracked if homedir.pid_alive(p)]
     if leftovers or _group_alive(pgid):
         for p in leftovers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if pgid == pid:  # the supervisor leads its own process group (started with a new session)
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.3)
     still = [p for p in tracked if homedir.pid_alive(p)]
     if still:

@@ -178,7 +178,8 @@ def _video_facts(path: Path) -> str:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
             frames = sum(1 for _ in container.decode(stream))
-            return f"{frames} frames {stream.codec_context.width}x{stream.codec_context.height} {stream.codec_context.name}"
+            codec = stream.codec_context
+            return f"{frames} frames {codec.width}x{codec.height} {codec.name}"
     except Exception as exc:  # noqa: BLE001 - a description only
         return f"(not decoded: {exc})"
 

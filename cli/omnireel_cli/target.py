@@ -106,10 +106,12 @@ class Target:
             request = AWSRequest(method=method, url=url, data=data, headers=all_headers)
             SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(request)
             all_headers = dict(request.headers.items())
-        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)
+        if not url.startswith(("http://", "https://")):
+            raise InfraError(f"the API URL {self.api_url!r} is not http(s)")
+        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)  # noqa: S310
         for attempt in range(3):
             try:
-                with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) API URL
+                with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - checked above
                     return response.status, _decode(response.read())
             except urllib.error.HTTPError as exc:
                 if exc.code in (502, 503, 504) and attempt < 2:

@@ -50,7 +50,7 @@ def create_job() -> Response:
     if not body:
         return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
     try:
-        request = parse_job_request_json(body)
+        request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
         natural_key = f"api:{_caller()}:{key}" if key else None
         job, created = submit_job(request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow)
     except InvalidRequest as exc:

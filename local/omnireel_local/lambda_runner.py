@@ -231,7 +231,9 @@ class LambdaRunner:
                     return InvokeResult(
                         json.dumps(
                             {
-                                "errorMessage": f"RequestId: {request_id} Error: Task timed out after {inv.timeout_s:.2f} seconds",
+                                "errorMessage": (
+                                    f"RequestId: {request_id} Error: Task timed out after {inv.timeout_s:.2f} seconds"
+                                ),
                                 "errorType": "Sandbox.Timedout",
                             }
                         ),

@@ -163,14 +163,19 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
     # 3. SageMaker runtime: moto's InvokeEndpoint returns canned results (and never checks the endpoint), and its
     #    InvokeEndpointAsync writes canned data to a random bucket with no SNS notification. Route both to the local
     #    hosting shim, which calls the container emulator and implements the async queue/S3/SNS contract.
+    #    (moto takes a handler's HTTP status from headers["status"], not from the returned tuple.)
+    def _with_status(response: tuple[int, dict[str, str], Any]) -> tuple[int, dict[str, Any], Any]:
+        status, headers, body = response
+        return status, {**headers, "status": status}, body
+
     def invoke_endpoint(self: Any) -> Any:
         name = unquote(self.path.split("/")[2])
         body = self.raw_body if isinstance(self.raw_body, bytes) else (self.raw_body or "").encode()
-        return hosting.invoke(name, body, dict(self.headers.items()))
+        return _with_status(hosting.invoke(name, body, dict(self.headers.items())))
 
     def invoke_endpoint_async(self: Any) -> Any:
         name = unquote(self.path.split("/")[2])
-        return hosting.invoke_async(name, dict(self.headers.items()))
+        return _with_status(hosting.invoke_async(name, dict(self.headers.items())))
 
     SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
     SageMakerRuntimeResponse.invoke_endpoint_async = invoke_endpoint_async

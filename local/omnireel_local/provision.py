@@ -57,6 +57,17 @@ SKIPPED = {
     "AWS::SNS::TopicPolicy": "moto does not enforce topic policies",
     "AWS::SQS::QueuePolicy": "moto does not enforce queue policies",
     "AWS::ApiGatewayV2::Stage": "the local front door serves the $default stage",
+    "AWS::EC2::SecurityGroup": "no VPC networking locally",
+    "AWS::ECS::Cluster": "containers run as local processes (the relay: `omnireel local up --relay`)",
+    "AWS::ECS::TaskDefinition": "containers run as local processes (the relay: `omnireel local up --relay`)",
+    "AWS::ECS::Service": "containers run as local processes (the relay: `omnireel local up --relay`)",
+    "AWS::ElasticLoadBalancingV2::LoadBalancer": "the relay listens directly on 127.0.0.1",
+    "AWS::ElasticLoadBalancingV2::Listener": "the relay listens directly on 127.0.0.1",
+    "AWS::ElasticLoadBalancingV2::TargetGroup": "the relay listens directly on 127.0.0.1",
+    "AWS::CloudWatch::Alarm": "no alarms locally",
+    "AWS::CloudWatch::Dashboard": "no dashboards locally",
+    "AWS::ApplicationAutoScaling::ScalableTarget": "endpoints do not scale locally",
+    "AWS::ApplicationAutoScaling::ScalingPolicy": "endpoints do not scale locally",
 }
 
 
@@ -92,7 +103,9 @@ class Provisioned:
     def summary(self) -> dict[str, Any]:
         return {
             "stack_name": self.stack_name,
-            "resources": {k: {"type": v["Type"], "id": v["Ref"]} for k, v in self.physical.items()},
+            "resources": {
+                k: {"type": v["Type"], "id": v["Ref"]} for k, v in self.physical.items() if v["Ref"] is not NO_VALUE
+            },
             "outputs": self.outputs,
             "functions": self.functions,
             "models": self.models,
@@ -142,6 +155,23 @@ def _zip_dir(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
+def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
+    """A CloudFormation LifecycleConfiguration rule in the S3 API's shape."""
+    out: dict[str, Any] = {"ID": rule.get("Id", "rule"), "Status": rule.get("Status", "Enabled")}
+    out["Filter"] = {"Prefix": rule["Prefix"]} if "Prefix" in rule else {"Prefix": ""}
+    if "ExpirationInDays" in rule:
+        out["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    if "ExpiredObjectDeleteMarker" in rule:
+        out["Expiration"] = {"ExpiredObjectDeleteMarker": bool(rule["ExpiredObjectDeleteMarker"])}
+    if "NoncurrentVersionExpirationInDays" in rule:
+        out["NoncurrentVersionExpiration"] = {"NoncurrentDays": int(rule["NoncurrentVersionExpirationInDays"])}
+    if "NoncurrentVersionExpiration" in rule:
+        out["NoncurrentVersionExpiration"] = rule["NoncurrentVersionExpiration"]
+    if "AbortIncompleteMultipartUpload" in rule:
+        out["AbortIncompleteMultipartUpload"] = rule["AbortIncompleteMultipartUpload"]
+    return out
+
+
 def coerce(value: Any, shape: Any) -> Any:
     """Convert CloudFormation's string scalars to what the API's botocore shape expects."""
     if shape is None or value is None:
@@ -179,8 +209,8 @@ class Provisioner:
         self.account_id = account_id
         self.session = boto3.Session(
             aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name=region,  # noqa: S106
+            aws_secret_access_key="testing",  # noqa: S106 - moto's dummy credentials
+            region_name=region,
         )
         self.endpoint_url = endpoint_url
         self._clients: dict[str, Any] = {}
@@ -198,6 +228,13 @@ class Provisioner:
         client = self.client(service)
         model = client.meta.service_model.operation_model(client.meta.method_to_api_mapping.get(operation, operation))
         return getattr(client, operation)(**coerce(params, model.input_shape))
+
+    def optional(self, what: str, action: Callable[[], Any]) -> None:
+        """A setting that changes nothing the local pipeline depends on: warn instead of failing startup."""
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not apply %s locally: %s", what, exc)
 
     # ---------------------------------------------------------------- entry point
     def run(self, template: dict[str, Any] | None = None) -> Provisioned:
@@ -242,7 +279,12 @@ class Provisioner:
         for name, output in cfn.get("Outputs", {}).items():
             if "Condition" in output and not self._condition(output["Condition"]):
                 continue
-            self.result.outputs[name] = str(self.resolve(output["Value"]))
+            value = str(self.resolve(output["Value"]))
+            placeholders = [f"local-{k}" for k, v in self.result.physical.items() if v.get("placeholder")]
+            if any(p in value for p in placeholders):
+                log.info("output %s is not available locally (it names a resource that is not emulated)", name)
+                continue
+            self.result.outputs[name] = value
         return self.result
 
     @staticmethod
@@ -271,6 +313,8 @@ class Provisioner:
                 raise NotReady(name)
             raise KeyError(f"GetAtt of unknown resource {name}")
         attrs = self.result.physical[name]["Attrs"]
+        if self.result.physical[name].get("placeholder"):
+            return f"local-{name}-{attribute}"
         if attribute not in attrs:
             raise KeyError(f"{name} ({self.result.physical[name]['Type']}) has no attribute {attribute} locally")
         return attrs[attribute]
@@ -350,17 +394,18 @@ class Provisioner:
     def _arn(self, service: str, resource: str) -> str:
         return f"arn:aws:{service}:{self.region}:{self.account_id}:{resource}"
 
-    def _record(self, logical: str, rtype: str, ref: Any, **attrs: Any) -> None:
-        self.result.physical[logical] = {"Type": rtype, "Ref": ref, "Attrs": attrs}
+    def _record(self, logical: str, rtype: str, ref: Any, *, placeholder: bool = False, **attrs: Any) -> None:
+        self.result.physical[logical] = {"Type": rtype, "Ref": ref, "Attrs": attrs, "placeholder": placeholder}
 
     def _create(self, logical: str, resource: dict[str, Any]) -> None:
         rtype = resource["Type"]
         if "Condition" in resource and not self._condition(resource["Condition"]):
+            self.result.skipped.append((logical, rtype, f"condition {resource['Condition']} is false"))
             self._record(logical, rtype, NO_VALUE)
             return
         if rtype in SKIPPED:
             self.result.skipped.append((logical, rtype, SKIPPED[rtype]))
-            self._record(logical, rtype, f"local-{logical}")
+            self._record(logical, rtype, f"local-{logical}", placeholder=True)
             return
         handler: Callable[[str, dict[str, Any]], None] | None = getattr(
             self, "_create_" + rtype.replace("AWS::", "").replace("::", "_"), None
@@ -369,7 +414,7 @@ class Provisioner:
             reason = "no local emulation for this resource type"
             log.warning("skipping %s (%s): %s", logical, rtype, reason)
             self.result.skipped.append((logical, rtype, reason))
-            self._record(logical, rtype, f"local-{logical}")
+            self._record(logical, rtype, f"local-{logical}", placeholder=True)
             return
         props = self.resolve(resource.get("Properties", {}))  # raises NotReady before any side effect
         handler(logical, props)
@@ -421,8 +466,13 @@ class Provisioner:
         if "OwnershipControls" in props:
             self.call("s3", "put_bucket_ownership_controls", Bucket=name, OwnershipControls=props["OwnershipControls"])
         if "LifecycleConfiguration" in props:
-            self.call("s3", "put_bucket_lifecycle_configuration", Bucket=name,
-                      LifecycleConfiguration=props["LifecycleConfiguration"])  # fmt: skip
+            rules = [_lifecycle_rule(rule) for rule in props["LifecycleConfiguration"].get("Rules", [])]
+            self.optional(
+                f"{logical} lifecycle rules",
+                lambda: self.call(
+                    "s3", "put_bucket_lifecycle_configuration", Bucket=name, LifecycleConfiguration={"Rules": rules}
+                ),
+            )
         notification = props.get("NotificationConfiguration") or {}
         config: dict[str, Any] = {}
         for cfn_key, api_key, target in (
@@ -465,7 +515,7 @@ class Provisioner:
                 "ProvisionedThroughput",
                 "StreamSpecification",
                 "SSESpecification",
-            )  # fmt: skip
+            )
             if k in props
         }
         if "SSESpecification" in args:
@@ -509,6 +559,21 @@ class Provisioner:
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
         self._record(logical, "AWS::SNS::Subscription", arn, Arn=arn)
+
+    def _create_SecretsManager_Secret(self, logical: str, props: dict[str, Any]) -> None:
+        import secrets
+
+        name = props.get("Name") or self._name(logical, 512)
+        value = props.get("SecretString")
+        if value is None:
+            generate = props.get("GenerateSecretString") or {}
+            random = secrets.token_urlsafe(int(generate.get("PasswordLength", 32)))
+            key = generate.get("GenerateStringKey")
+            value = (
+                json.dumps({**json.loads(generate.get("SecretStringTemplate", "{}")), key: random}) if key else random
+            )
+        arn = self.call("secretsmanager", "create_secret", Name=name, SecretString=value)["ARN"]
+        self._record(logical, "AWS::SecretsManager::Secret", arn, Id=arn)
 
     def _create_SQS_Queue(self, logical: str, props: dict[str, Any]) -> None:
         name = props.get("QueueName") or self._name(logical, 80)
@@ -555,7 +620,7 @@ class Provisioner:
                 "TracingConfig",
                 "LoggingConfig",
                 "EphemeralStorage",
-            )  # fmt: skip
+            )
             if k in props
         }
         if "Environment" in args:

@@ -94,8 +94,8 @@ class SageMakerHosting:
         config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
         session = boto3.Session(
             aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name=region,  # noqa: S106
+            aws_secret_access_key="testing",  # noqa: S106 - moto's dummy credentials
+            region_name=region,
         )
         self._sagemaker = session.client("sagemaker", endpoint_url=moto_endpoint, config=config)
         self._s3 = session.client("s3", endpoint_url=moto_endpoint, config=config)

@@ -16,6 +16,7 @@ child it started. All children share the supervisor's process group, so nothing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
@@ -155,7 +156,7 @@ class Stack:
         relay: dict[str, str] = {}
         if self.args.relay:
             self.phase("starting the TTS relay")
-            relay = self._start_relay()
+            relay = self._start_relay(provisioned.models, emulators)
 
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
@@ -214,44 +215,42 @@ class Stack:
         sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=arn)
         return url
 
-    def _start_relay(self) -> dict[str, str]:
-        """The TTS relay, upstream = a speech-serving emulator (hook for the voice feature)."""
-        emulator_port = homedir.free_port()
-        self._spawn(
-            "emulator-speech",
-            [
-                sys.executable,
-                "-m",
-                "omnireel_local.emulator",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(emulator_port),
-                "--model",
-                "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
-            ],  # fmt: skip
-            {**os.environ, "PYTHONUNBUFFERED": "1"},
+    def _start_relay(self, models: dict[str, dict[str, str]], emulators: dict[str, str]) -> dict[str, str]:
+        """The TTS relay (relay/omnireel_relay), upstream = the WebSocket of the template's TTS model emulator.
+
+        On AWS the relay reaches the TTS endpoint through SageMaker's bidirectional-streaming API, which moto does not
+        have; locally it talks the same vLLM-Omni WebSocket protocol to the emulator directly.
+        """
+        from .emulator.config import kinds_for_model
+
+        upstream = next(
+            (emulators[m] for m, env in models.items() if "speech" in kinds_for_model(env.get("SM_VLLM_MODEL", ""))),
+            None,
         )
-        self._wait_http(f"http://127.0.0.1:{emulator_port}/ping", time.monotonic() + 30, "speech emulator")
+        if upstream is None:  # the template has no TTS model: serve speech from a dedicated emulator
+            port = homedir.free_port()
+            argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
+            self._spawn("emulator-speech", [*argv, "--routes", "speech"], {**os.environ, "PYTHONUNBUFFERED": "1"})
+            upstream = f"http://127.0.0.1:{port}"
+            self._wait_http(f"{upstream}/ping", time.monotonic() + 30, "speech emulator")
         port, token = homedir.free_port(), secrets.token_urlsafe(24)
         env = {
             **os.environ,
             "OMNIREEL_RELAY_HOST": "127.0.0.1",
             "OMNIREEL_RELAY_PORT": str(port),
             "OMNIREEL_RELAY_UPSTREAM": "websocket",
-            "OMNIREEL_RELAY_UPSTREAM_URL": f"ws://127.0.0.1:{emulator_port}/v1/audio/speech/stream",
+            "OMNIREEL_RELAY_UPSTREAM_URL": upstream.replace("http://", "ws://") + "/v1/audio/speech/stream",
             "OMNIREEL_RELAY_TOKEN": token,
             "PYTHONUNBUFFERED": "1",
         }
         self._spawn("relay", [sys.executable, "-m", "omnireel_relay"], env)
-        return {"url": f"ws://127.0.0.1:{port}", "token": token}
+        self._wait_http(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 30, "relay")
+        return {"url": f"ws://127.0.0.1:{port}/v1/audio/speech/stream", "token": token}
 
     def _refresh(self) -> None:
         while not self._stop.wait(2.0):
-            try:
+            with contextlib.suppress(OSError):
                 self.save()
-            except OSError:
-                pass
 
     # ---------------------------------------------------------------- stop
     def stop(self) -> None:

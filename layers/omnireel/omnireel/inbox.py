@@ -34,7 +34,7 @@ class InboxOutcome:
         return {"key": self.key, "job_id": self.job_id, "status": self.status, "reason": self.reason}
 
 
-def parse_inbox_file(key: str, data: bytes) -> JobRequest:
+def parse_inbox_file(key: str, data: bytes, default_video_steps: int | None = None) -> JobRequest:
     """``.txt``: the whole file (UTF-8) is the prompt; ``.json``: a full job request."""
     lowered = key.lower()
     if len(data) > MAX_FILE_BYTES:
@@ -42,13 +42,13 @@ def parse_inbox_file(key: str, data: bytes) -> JobRequest:
     if not data.strip():
         raise InvalidRequest("the file is empty")
     if lowered.endswith(".json"):
-        return parse_job_request_json(data)
+        return parse_job_request_json(data, default_video_steps=default_video_steps)
     if lowered.endswith(".txt"):
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidRequest(f"the file is not UTF-8 text (byte {exc.start})") from exc
-        return parse_job_request({"prompt": text.strip()})
+        return parse_job_request({"prompt": text.strip()}, default_video_steps=default_video_steps)
     raise InvalidRequest("unsupported file type: use .txt (a prompt) or .json (a job request)")
 
 
@@ -64,6 +64,7 @@ def accept_inbox_object(
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
+    default_video_steps: int | None = None,
 ) -> InboxOutcome:
     key = unquote_plus(key)
     source = f"s3://{bucket}/{key}"
@@ -73,7 +74,7 @@ def accept_inbox_object(
             raise InvalidRequest(f"files must be under {PREFIX}")
         if size is not None and size > MAX_FILE_BYTES:
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
-        request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES))
+        request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES), default_video_steps)
     except InvalidRequest as exc:
         job = reject_submission(
             natural_key=natural_key,

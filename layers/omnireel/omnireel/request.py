@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any
 
@@ -104,15 +105,23 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_job_request(data: Any) -> JobRequest:
-    """Validate a decoded JSON value; raise ``InvalidRequest`` with every problem listed."""
+def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> JobRequest:
+    """Validate a decoded JSON value; raise ``InvalidRequest`` with every problem listed.
+
+    ``default_video_steps`` (the deployment profile's ``DEFAULT_VIDEO_STEPS``) fills
+    ``video.num_inference_steps`` when the request does not set it.
+    """
+    if default_video_steps is not None and isinstance(data, dict):
+        video = data.get("video", {})
+        if isinstance(video, dict) and "num_inference_steps" not in video:
+            data = {**data, "video": {**video, "num_inference_steps": default_video_steps}}
     try:
         return JobRequest.model_validate(data)
     except ValidationError as exc:
         raise InvalidRequest(_describe(exc)) from exc
 
 
-def parse_job_request_json(raw: str | bytes) -> JobRequest:
+def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None = None) -> JobRequest:
     """Validate a JSON document (API body or inbox ``.json`` file)."""
     if isinstance(raw, bytes):
         try:
@@ -120,8 +129,7 @@ def parse_job_request_json(raw: str | bytes) -> JobRequest:
         except UnicodeDecodeError as exc:
             raise InvalidRequest(f"the request is not valid UTF-8 (byte {exc.start})") from exc
     try:
-        return JobRequest.model_validate_json(raw)
-    except ValidationError as exc:
-        if any(err["type"] == "json_invalid" for err in exc.errors()):
-            raise InvalidRequest(f"the request is not valid JSON: {exc.errors()[0]['msg']}") from exc
-        raise InvalidRequest(_describe(exc)) from exc
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"the request is not valid JSON: {exc}") from exc
+    return parse_job_request(data, default_video_steps=default_video_steps)

@@ -39,6 +39,8 @@ class ArtifactSettings(_EnvModel):
 
 class ApiSettings(JobStoreSettings, ArtifactSettings):
     state_machine_arn: str
+    # The profile's default for video.num_inference_steps (dev: 4 for smoke tests, prod: 30).
+    default_video_steps: int = Field(default=30, ge=1, le=100)
 
 
 class InboxSettings(ApiSettings):

@@ -76,3 +76,11 @@ def test_json_document_with_nested_options():
         '{"prompt": "p", "seed": 7, "negative_prompt": "blur", "video": {"num_frames": 33, "fps": 16}}'
     )
     assert request.seed == 7 and request.video.num_frames == 33 and request.video.fps == 16
+
+
+def test_profile_default_for_video_steps_applies_only_when_unset():
+    assert parse_job_request({"prompt": "p"}, default_video_steps=4).video.num_inference_steps == 4
+    explicit = parse_job_request({"prompt": "p", "video": {"num_inference_steps": 12}}, default_video_steps=4)
+    assert explicit.video.num_inference_steps == 12
+    assert parse_job_request_json('{"prompt": "p"}', default_video_steps=4).video.num_inference_steps == 4
+    assert parse_job_request({"prompt": "p"}).video.num_inference_steps == 30

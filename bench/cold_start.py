@@ -1,0 +1,251 @@
+"""Cold-start proxy per Lambda function: module import time of functions/<name>/handler.py, and package size.
+
+    .venv/bin/python bench/cold_start.py [--quick] [--runs 15] [--out docs/benchmarks.md|-]
+
+Each run is a fresh interpreter (.venv's Python 3.13) whose sys.path is the function's code directory and the
+layer's package (layers/omnireel) plus .venv's site-packages (same pinned versions as the layer). It times
+``import handler`` with ``time.perf_counter`` - the handler's module-level work included (settings from env,
+Powertools Logger/Tracer/Metrics, stores; boto3 clients are lazy and make no calls). The environment mimics
+Lambda: LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME are set (so Powertools' Tracer is enabled and imports
+and patches the X-Ray SDK as it does with ``Tracing: Active``), every variable the settings need has a dummy
+value, and AWS_ENDPOINT_URL / AWS_XRAY_DAEMON_ADDRESS point at 127.0.0.1:9, so nothing reaches a network.
+
+Two bytecode conditions:
+* ``no .pyc`` - as deployed today: ``sam build`` puts no ``__pycache__`` in the layer and /opt is read-only,
+  so every cold start compiles every module from source (simulated with an empty PYTHONPYCACHEPREFIX and
+  PYTHONDONTWRITEBYTECODE=1);
+* ``with .pyc`` - bytecode present and valid (a layer shipped with compiled .pyc files).
+
+Package size: the zip (deflate) of .aws-sam/build/DomainLayer and of each function's build directory, as
+``sam build`` produced them (``make build`` is run if they are missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.report import emit, machine, quantile, today  # noqa: E402
+
+TARGET_MS = 300.0
+BUILD = REPO / ".aws-sam" / "build"
+DUMMY_ENV = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_SESSION_TOKEN": "bench",
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
+    "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "POWERTOOLS_SERVICE_NAME": "omnireel",
+    "POWERTOOLS_METRICS_NAMESPACE": "omnireel",
+    "JOBS_TABLE": "bench-jobs",
+    "JOB_TTL_DAYS": "30",
+    "ARTIFACTS_BUCKET": "bench-artifacts",
+    "PRESIGN_SECONDS": "3600",
+    "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:bench",
+    "JOB_EVENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:bench",
+    "EVENT_BUS_NAME": "default",
+    "IMAGE_ENDPOINT_NAME": "bench-image",
+    "VIDEO_ENDPOINT_NAME": "bench-video",
+    "VIDEO_MODEL_ID": "Wan-AI/Wan2.1-VACE-1.3B-diffusers",
+    "IMAGE_MODEL_ID": "black-forest-labs/FLUX.2-klein-4B",
+}
+# Measured in the child: only the import of the handler module (interpreter start-up excluded).
+CHILD = (
+    "import sys, time\n"
+    "t = time.perf_counter()\n"
+    "import handler\n"
+    "print(f'IMPORT_MS {(time.perf_counter() - t) * 1e3:.3f}')\n"
+)
+
+
+def functions() -> list[str]:
+    return sorted(p.parent.name for p in (REPO / "functions").glob("*/handler.py"))
+
+
+def layer_site(target: Path) -> Path:
+    """A site directory holding exactly the layer's packages: symlinks into .venv's site-packages.
+
+    The built layer has arm64 binaries, so it cannot be imported here; .venv has the same pinned versions for
+    x86_64 but also more packages (awscrt, for example, which botocore imports when present and the layer lacks).
+    """
+    venv_site = Path(sysconfig.get_paths()["purelib"])
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in (BUILD / "DomainLayer" / "python").iterdir():
+        if entry.name in {"omnireel", "requirements.txt"}:
+            continue
+        source = venv_site / entry.name
+        if source.exists() and not (target / entry.name).exists():
+            (target / entry.name).symlink_to(source)
+    return target
+
+
+SITE: Path | None = None
+
+
+def child_env(name: str, pycache_prefix: str | None) -> dict[str, str]:
+    assert SITE is not None
+    site = str(SITE)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **DUMMY_ENV,
+        "LAMBDA_TASK_ROOT": str(REPO / "functions" / name),
+        "AWS_LAMBDA_FUNCTION_NAME": f"omnireel-{name}",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "functions" / name), str(REPO / "layers" / "omnireel"), site]),
+        "PYTHONHASHSEED": "0",
+    }
+    if pycache_prefix is not None:
+        env["PYTHONPYCACHEPREFIX"] = pycache_prefix
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False) -> tuple[float, str]:
+    # -S: no site-packages (only the layer's packages, via PYTHONPATH); -s: no user site; a neutral cwd.
+    argv = [sys.executable, "-S", "-s", *(["-X", "importtime"] if importtime else []), "-c", CHILD]
+    proc = subprocess.run(
+        argv,
+        env=child_env(name, pycache_prefix),
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(r"IMPORT_MS ([\d.]+)", proc.stdout)
+    if proc.returncode or not found:
+        raise RuntimeError(f"{name}: import failed\n{proc.stderr[-2000:]}")
+    return float(found.group(1)), proc.stderr
+
+
+def heavy_imports(stderr: str, top: int = 6) -> list[tuple[str, float]]:
+    """Self time (ms) per top-level package, from ``-X importtime`` output."""
+    by_package: dict[str, float] = defaultdict(float)
+    for line in stderr.splitlines():
+        found = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if found:
+            by_package[found.group(4).split(".")[0]] += int(found.group(1)) / 1e3
+    return sorted(by_package.items(), key=lambda kv: -kv[1])[:top]
+
+
+def ensure_build() -> str:
+    if (BUILD / "DomainLayer" / "python").is_dir():
+        return "existing `.aws-sam/build`"
+    started = time.perf_counter()
+    subprocess.run(["make", "build"], cwd=REPO, check=True, timeout=600)
+    return f"`make build` run by the bench ({time.perf_counter() - started:.0f} s)"
+
+
+def zipped_size(root: Path) -> tuple[int, int, int]:
+    """(zip bytes, unzipped bytes, files) of a directory, deflate level 6 like the SAM CLI."""
+    buffer = io.BytesIO()
+    raw = files = 0
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(root).as_posix())
+                raw += path.stat().st_size
+                files += 1
+    return len(buffer.getvalue()), raw, files
+
+
+def build_dir(name: str) -> Path | None:
+    camel = "".join(part.title() for part in name.split("_")) + "Function"
+    path = BUILD / camel
+    return path if path.is_dir() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 runs per function and condition; no write unless --out")
+    parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (15)")
+    parser.add_argument("--out", default=None, help="file whose 'cold_start' section is replaced; '-' prints")
+    args = parser.parse_args()
+    runs = args.runs or (5 if args.quick else 15)
+    out = args.out if args.out is not None else ("-" if args.quick else str(REPO / "docs" / "benchmarks.md"))
+    started = time.perf_counter()
+    build_note = ensure_build()
+
+    names = functions()
+    layer_zip, layer_raw, layer_files = zipped_size(BUILD / "DomainLayer")
+    layer_pyc = sum(1 for _ in (BUILD / "DomainLayer").rglob("*.pyc"))
+    results: dict[str, dict[str, list[float]]] = {}
+    breakdown: dict[str, list[tuple[str, float]]] = {}
+    global SITE
+    with (
+        tempfile.TemporaryDirectory(prefix="omnireel-nopyc-") as empty,
+        tempfile.TemporaryDirectory(prefix="omnireel-layer-") as site_dir,
+    ):
+        SITE = layer_site(Path(site_dir) / "python")
+        for name in names:
+            import_ms(name, None)  # populate the bytecode cache for the 'with .pyc' condition
+            results[name] = {"nopyc": [], "pyc": []}
+            for _ in range(runs):  # alternate the conditions so drift hits both alike
+                results[name]["nopyc"].append(import_ms(name, empty)[0])
+                results[name]["pyc"].append(import_ms(name, None)[0])
+            breakdown[name] = heavy_imports(import_ms(name, None, importtime=True)[1])
+
+    rows, heavy_rows = [], []
+    for name in names:
+        nopyc, pyc = results[name]["nopyc"], results[name]["pyc"]
+        fn_dir = build_dir(name)
+        fn_zip = zipped_size(fn_dir)[0] if fn_dir else zipped_size(REPO / "functions" / name)[0]
+        ok = "met" if statistics.median(nopyc) <= TARGET_MS else "**missed**"
+        ok_pyc = "met" if statistics.median(pyc) <= TARGET_MS else "**missed**"
+        rows.append(
+            f"| {name} | {statistics.median(nopyc):.0f} | {quantile(nopyc, 0.9):.0f} | {ok} | "
+            f"{statistics.median(pyc):.0f} | {quantile(pyc, 0.9):.0f} | {ok_pyc} | "
+            f"{fn_zip:,} | {(layer_zip + fn_zip) / 1e6:.1f} MB |"
+        )
+        heavy_rows.append(f"| {name} | " + ", ".join(f"{pkg} {ms:.0f}" for pkg, ms in breakdown[name]) + " |")
+    text = f"""## Cold-start proxy (`bench/cold_start.py`)
+
+Command: `.venv/bin/python bench/cold_start.py{" --quick" if args.quick else ""}` ({runs} fresh interpreters per
+function and condition, alternating). Machine: {machine()}. Date: {today()}. Run time:
+{time.perf_counter() - started:.0f} s. Build: {build_note}.
+
+Import time of `functions/<name>/handler.py` (module-level work included; interpreter start-up excluded), Lambda-like
+environment (Tracer enabled, so the X-Ray SDK is imported and patches botocore), nothing reaches a network.
+"no .pyc" is how `sam build` ships the layer today ({layer_files:,} files, {layer_pyc} `.pyc`; /opt is read-only, so
+Python compiles every module at every cold start); "with .pyc" is the same code with valid bytecode.
+
+| function | no .pyc p50 ms | p90 | target | with .pyc p50 ms | p90 | target | function zip bytes | layer+function zip |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+Layer `.aws-sam/build/DomainLayer` (arm64 wheels): {layer_zip / 1e6:.1f} MB zipped, {layer_raw / 1e6:.1f} MB unzipped
+(Lambda limits: 50 MB zipped for direct upload, 250 MB unzipped for function + layers).
+
+Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc):
+
+| function | packages |
+|---|---|
+{chr(10).join(heavy_rows)}
+
+Target: <= {TARGET_MS:.0f} ms import on this machine. A Lambda at 512 MB gets a fraction of a vCPU (arm64), so this is a
+proxy: confirm with `Init Duration` in the REPORT lines of CloudWatch Logs after a deploy.
+"""
+    emit("cold_start", text, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Tear a deployed omnireel stack down completely: empty its buckets, ``sam delete`` it, report what went away.
+
+CloudFormation cannot delete a non-empty bucket, so ``sam delete`` alone fails on a stack that has run jobs. This
+script (run by ``make destroy STACK=name REGION=r [CONFIRM=yes]``; never by ``make test``):
+
+1. lists the stack's resources and the buckets it owns (its AWS::S3::Bucket resources and bucket outputs),
+2. asks for confirmation (``--yes`` skips it),
+3. deletes every object version and delete marker in those buckets,
+4. runs ``sam delete --no-prompts`` (which waits for the stack deletion),
+5. deletes the endpoints' container log groups (``/aws/sagemaker/Endpoints/<name>``: SageMaker creates them, the
+   stack does not own them), and
+6. checks that the stack's endpoints, ECS service and load balancer are gone, and reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+BILLABLE = {
+    "AWS::SageMaker::Endpoint": "endpoint",
+    "AWS::ECS::Service": "ECS service",
+    "AWS::ElasticLoadBalancingV2::LoadBalancer": "load balancer",
+}
+
+
+def stack_resources(cfn: Any, stack: str) -> list[dict[str, str]]:
+    pages = cfn.get_paginator("list_stack_resources").paginate(StackName=stack)
+    return [r for page in pages for r in page["StackResourceSummaries"]]
+
+
+def owned_buckets(cfn: Any, stack: str, resources: list[dict[str, str]]) -> list[str]:
+    names = {r["PhysicalResourceId"] for r in resources if r["ResourceType"] == "AWS::S3::Bucket"}
+    outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    names |= {o["OutputValue"] for o in outputs if o["OutputKey"].endswith("BucketName")}
+    return sorted(n for n in names if n)
+
+
+def empty_bucket(s3: Any, bucket: str) -> int:
+    """Delete every object version and delete marker; returns how many were deleted."""
+    deleted = 0
+    try:
+        pages = s3.get_paginator("list_object_versions").paginate(Bucket=bucket)
+        for page in pages:
+            keys = [
+                {"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+            ]
+            for start in range(0, len(keys), 1000):
+                batch = keys[start : start + 1000]
+                result = s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+                if result.get("Errors"):
+                    raise RuntimeError(f"{bucket}: could not delete {result['Errors'][:3]}")
+                deleted += len(batch)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "NoSuchBucket":
+            return 0
+        raise
+    return deleted
+
+
+def still_there(session: Any, resource: dict[str, str]) -> bool:
+    kind, physical = resource["ResourceType"], resource["PhysicalResourceId"]
+    try:
+        if kind == "AWS::SageMaker::Endpoint":
+            name = physical.rsplit("/", 1)[-1]
+            session.client("sagemaker").describe_endpoint(EndpointName=name)
+            return True
+        if kind == "AWS::ECS::Service":
+            cluster = physical.split("/")[-2]
+            services = session.client("ecs").describe_services(cluster=cluster, services=[physical])["services"]
+            return any(s["status"] != "INACTIVE" for s in services)
+        if kind == "AWS::ElasticLoadBalancingV2::LoadBalancer":
+            session.client("elbv2").describe_load_balancers(LoadBalancerArns=[physical])
+            return True
+    except ClientError:
+        return False
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stack", required=True)
+    parser.add_argument("--region")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--sam", default="sam", help="the sam executable")
+    args = parser.parse_args(argv)
+
+    session = boto3.Session(region_name=args.region)
+    region = session.region_name
+    if not region:
+        print("no region: pass REGION=... (or set AWS_REGION)", file=sys.stderr)
+        return 2
+    cfn = session.client("cloudformation")
+    try:
+        resources = stack_resources(cfn, args.stack)
+    except ClientError as exc:
+        print(f"stack {args.stack} in {region}: {exc.response['Error']['Message']}", file=sys.stderr)
+        return 1
+    buckets = owned_buckets(cfn, args.stack, resources)
+    billable = [r for r in resources if r["ResourceType"] in BILLABLE]
+
+    print(f"stack {args.stack} in {region}: {len(resources)} resources")
+    for r in billable:
+        print(f"  {BILLABLE[r['ResourceType']]:<14} {r['PhysicalResourceId']}")
+    for b in buckets:
+        print(f"  bucket (to empty) {b}")
+    if not args.yes:
+        question = f"Delete ALL objects in {len(buckets)} bucket(s) and the stack {args.stack}? Type the stack name: "
+        answer = input(question)
+        if answer.strip() != args.stack:
+            print("aborted; nothing was changed")
+            return 1
+
+    s3 = session.client("s3")
+    for b in buckets:
+        print(f"==> emptying s3://{b}: {empty_bucket(s3, b)} object version(s) deleted")
+
+    print(f"==> sam delete --stack-name {args.stack} --region {region} --no-prompts")
+    done = subprocess.run(
+        [args.sam, "delete", "--stack-name", args.stack, "--region", region, "--no-prompts"], check=False
+    )
+    if done.returncode != 0:
+        print("sam delete failed; see above (docs/operations.md, Cleanup)", file=sys.stderr)
+        return done.returncode
+
+    logs = session.client("logs")
+    for r in resources:
+        if r["ResourceType"] == "AWS::SageMaker::Endpoint":
+            group = f"/aws/sagemaker/Endpoints/{r['PhysicalResourceId'].rsplit('/', 1)[-1]}"
+            try:
+                logs.delete_log_group(logGroupName=group)
+                print(f"==> deleted log group {group}")
+            except ClientError:
+                pass
+
+    left = [r for r in billable if still_there(session, r)]
+    print(f"removed: stack {args.stack} ({len(resources)} resources), emptied {len(buckets)} bucket(s)")
+    for r in billable:
+        state = "STILL PRESENT" if r in left else "gone"
+        print(f"  {BILLABLE[r['ResourceType']]:<14} {r['PhysicalResourceId']}: {state}")
+    if left:
+        print("some billable resources remain: see docs/operations.md, Cleanup", file=sys.stderr)
+        return 1
+    print("nothing billable from this stack remains (the shared SAM artifacts bucket is kept; see docs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

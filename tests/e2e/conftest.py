@@ -1,0 +1,102 @@
+"""The e2e session: one local stack started through the CLI (isolated OMNIREEL_HOME, free ports), torn down at the end.
+
+Every wait is bounded; the finalizer runs `omnireel local down` and checks that no process the stack started is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from omnireel_local import home as homedir
+
+ROOT = Path(__file__).resolve().parents[2]
+UP_TIMEOUT_S = 120
+
+
+def cli_command() -> list[str]:
+    script = Path(sys.executable).parent / "omnireel"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+
+
+@dataclass
+class LocalStack:
+    home: Path
+    env: dict[str, str]  # process environment for CLI calls (OMNIREEL_HOME set)
+    outputs: dict[str, str]  # `omnireel local env`
+
+    def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*cli_command(), *args], env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"omnireel {' '.join(args)} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def state(self) -> dict:
+        return json.loads((self.home / "state.json").read_text())
+
+    def pids(self) -> list[int]:
+        state = self.state()
+        return [int(state["pid"]), *(int(p) for p in (state.get("child_pids") or {}).values())]
+
+
+def parse_env(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def start_stack(home: Path) -> LocalStack:
+    env = {**os.environ, "OMNIREEL_HOME": str(home)}
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        env.pop(name, None)
+    stack = LocalStack(home, env, {})
+    result = stack.cli(
+        "local", "up",
+        "--moto-port", str(homedir.free_port()),
+        "--api-port", str(homedir.free_port()),
+        timeout=UP_TIMEOUT_S,
+    )  # fmt: skip
+    if result.returncode != 0:
+        log = home / "logs" / "stack.log"
+        tail = log.read_text()[-4000:] if log.exists() else ""
+        stop_stack(stack)
+        pytest.fail(f"omnireel local up failed ({result.returncode}): {result.stderr}\n{tail}")
+    stack.outputs = parse_env(result.stdout)
+    return stack
+
+
+def stop_stack(stack: LocalStack) -> list[int]:
+    """`omnireel local down`; returns the pids still alive afterwards (killing them so nothing leaks)."""
+    try:
+        pids = stack.pids()
+    except (OSError, ValueError):
+        pids = []
+    stack.cli("local", "down", timeout=60)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(homedir.pid_alive(p) for p in pids):
+        time.sleep(0.2)
+    left = [p for p in pids if homedir.pid_alive(p)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    local = start_stack(tmp_path_factory.mktemp("omnireel-home"))
+    try:
+        yield local
+    finally:
+        left = stop_stack(local)
+        assert not left, f"processes left after `omnireel local down`: {left}"

@@ -1,0 +1,415 @@
+"""template.yaml as deployed: the raw SAM template and its SAM-transformed CloudFormation (what CloudFormation
+creates). Each test pins a concrete property from issue 5 so that a regression fails ``make test``."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import tomllib
+from typing import Any
+
+import pytest
+from samtranslator.translator.transform import transform
+
+from omnireel_local.cfn_template import ROOT, load_template
+
+PINNED_IMAGE = "${Account}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/vllm:omni-sagemaker-cuda-v1.6"
+POOLS = ["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
+ASYNC_INVOKED = {"InboxFunction", "AsyncResultFunction", "WorkflowEndedFunction"}  # S3, SNS, EventBridge: async
+
+
+class _NoManagedPolicies:
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def sam() -> dict[str, Any]:
+    return load_template()
+
+
+@pytest.fixture(scope="module")
+def cfn(sam: dict[str, Any]) -> dict[str, Any]:
+    template = copy.deepcopy(sam)
+    for resource in template["Resources"].values():
+        props = resource.get("Properties", {})
+        for key in ("CodeUri", "ContentUri"):
+            if isinstance(props.get(key), str):
+                props[key] = "s3://placeholder/code.zip"
+        if isinstance(props.get("DefinitionUri"), str):
+            props["DefinitionUri"] = {"Bucket": "placeholder", "Key": "pipeline.asl.json"}
+    previous = os.environ.get("AWS_DEFAULT_REGION")
+    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+    try:
+        return transform(template, {"AWS::StackName": "omnireel-test"}, _NoManagedPolicies())
+    finally:
+        if previous is not None:
+            os.environ["AWS_DEFAULT_REGION"] = previous
+
+
+def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def props(template: dict[str, Any], logical: str) -> dict[str, Any]:
+    return template["Resources"][logical]["Properties"]
+
+
+# ---------------------------------------------------------------- 1. one pinned image, env per model
+def test_every_model_uses_the_same_pinned_image_expression(cfn: dict[str, Any]) -> None:
+    models = of_type(cfn, "AWS::SageMaker::Model")
+    assert set(models) == {"ImageModel", "VideoModel", "TtsModel"}
+    images = [m["Properties"]["PrimaryContainer"]["Image"] for m in models.values()]
+    assert all(image == images[0] for image in images)
+    condition, pinned, override = images[0]["Fn::If"]
+    assert condition == "UsePinnedDlcImage"
+    assert pinned["Fn::Sub"][0] == PINNED_IMAGE
+    assert pinned["Fn::Sub"][1] == {"Account": {"Fn::FindInMap": ["DlcRegistry", {"Ref": "AWS::Region"}, "Account"]}}
+    assert override == {"Ref": "DlcImageUri"}
+    assert cfn["Conditions"]["UsePinnedDlcImage"] == {"Fn::Equals": [{"Ref": "DlcImageUri"}, ""]}
+    assert cfn["Mappings"]["DlcRegistry"]["us-east-1"]["Account"] == "763104351884"
+
+
+def test_model_environment_differs_only_in_model_and_video_tiling(cfn: dict[str, Any]) -> None:
+    env = {
+        name: props(cfn, name)["PrimaryContainer"]["Environment"] for name in ("ImageModel", "VideoModel", "TtsModel")
+    }
+    assert env["ImageModel"] == {"SM_VLLM_MODEL": {"Ref": "ImageModelId"}}
+    assert env["VideoModel"] == {"SM_VLLM_MODEL": {"Ref": "VideoModelId"}, "SM_VLLM_VAE_USE_TILING": "true"}
+    assert env["TtsModel"] == {"SM_VLLM_MODEL": {"Ref": "TtsModelId"}}
+    params = cfn["Parameters"]
+    assert params["ImageModelId"]["Default"] == "black-forest-labs/FLUX.2-klein-4B"
+    assert params["VideoModelId"]["Default"] == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
+    assert params["TtsModelId"]["Default"] == "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+
+
+# ---------------------------------------------------------------- 2. instance pools
+@pytest.mark.parametrize("config", ["ImageEndpointConfig", "TtsEndpointConfig"])
+def test_realtime_endpoints_have_instance_pools_in_priority_order(cfn: dict[str, Any], config: str) -> None:
+    assert cfn["Parameters"]["RealtimeInstanceTypes"]["Default"].split(",") == POOLS
+    (variant,) = props(cfn, config)["ProductionVariants"]
+    assert "InstanceType" not in variant
+    pools = variant["InstancePools"]
+    assert pools[0] == {"InstanceType": {"Fn::Select": [0, {"Ref": "RealtimeInstanceTypes"}]}, "Priority": 1}
+    for index, entry in enumerate(pools[1:], start=1):
+        condition, pool, absent = entry["Fn::If"]
+        assert condition == f"HasRealtimePool{index + 1}"
+        assert pool["Priority"] == index + 1
+        assert pool["InstanceType"]["Fn::Select"][0] == index
+        assert absent == {"Ref": "AWS::NoValue"}
+    assert len(pools) == 4
+    assert variant["VariantInstanceProvisionTimeoutInSeconds"] == 1200
+    assert variant["InferenceAmiVersion"] == {"Ref": "InferenceAmiVersion"}
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] >= 1800
+    assert variant["ModelDataDownloadTimeoutInSeconds"] >= 1800
+
+
+def test_video_endpoint_has_one_fixed_instance_type(cfn: dict[str, Any]) -> None:
+    (variant,) = props(cfn, "VideoEndpointConfig")["ProductionVariants"]
+    assert variant["InstanceType"] == {"Ref": "VideoInstanceType"}
+    assert "InstancePools" not in variant
+    assert cfn["Parameters"]["VideoInstanceType"]["Default"] == "ml.g6e.xlarge"
+    assert cfn["Parameters"]["InferenceAmiVersion"]["Default"] == "al2023-ami-sagemaker-inference-gpu-4-1"
+
+
+# ---------------------------------------------------------------- async config
+def test_async_config_writes_under_the_artifacts_bucket_and_notifies_both_topics(cfn: dict[str, Any]) -> None:
+    config = props(cfn, "VideoEndpointConfig")["AsyncInferenceConfig"]
+    assert config["ClientConfig"] == {
+        "MaxConcurrentInvocationsPerInstance": {"Ref": "VideoMaxConcurrentInvocationsPerInstance"}
+    }
+    output = config["OutputConfig"]
+    assert output["S3OutputPath"] == {"Fn::Sub": "s3://${ArtifactsBucket}/async/outputs/"}
+    assert output["S3FailurePath"] == {"Fn::Sub": "s3://${ArtifactsBucket}/async/failures/"}
+    assert output["NotificationConfig"] == {
+        "SuccessTopic": {"Ref": "VideoSuccessTopic"},
+        "ErrorTopic": {"Ref": "VideoErrorTopic"},
+    }
+
+
+def test_sagemaker_role_may_publish_to_both_notification_topics(cfn: dict[str, Any]) -> None:
+    statements = props(cfn, "SageMakerExecutionRole")["Policies"][0]["PolicyDocument"]["Statement"]
+    publish = [s for s in statements if s["Action"] == "sns:Publish"]
+    assert publish and publish[0]["Resource"] == [{"Ref": "VideoSuccessTopic"}, {"Ref": "VideoErrorTopic"}]
+
+
+# ---------------------------------------------------------------- 3. scale to zero
+def test_video_scalable_target_scales_to_zero_by_default(cfn: dict[str, Any]) -> None:
+    target = props(cfn, "VideoScalableTarget")
+    assert target["ServiceNamespace"] == "sagemaker"
+    assert target["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    assert target["ResourceId"] == {"Fn::Sub": "endpoint/${VideoEndpoint.EndpointName}/variant/AllTraffic"}
+    assert target["MinCapacity"] == {"Ref": "VideoMinCapacity"}
+    assert target["MaxCapacity"] == {"Ref": "VideoMaxCapacity"}
+    assert cfn["Parameters"]["VideoMinCapacity"]["Default"] == 0
+
+
+def test_target_tracking_on_backlog_per_instance(cfn: dict[str, Any]) -> None:
+    policy = props(cfn, "VideoBacklogScalingPolicy")
+    assert policy["PolicyType"] == "TargetTrackingScaling"
+    assert policy["ScalingTargetId"] == {"Ref": "VideoScalableTarget"}
+    config = policy["TargetTrackingScalingPolicyConfiguration"]
+    metric = config["CustomizedMetricSpecification"]
+    assert (metric["Namespace"], metric["MetricName"], metric["Statistic"]) == (
+        "AWS/SageMaker",
+        "ApproximateBacklogSizePerInstance",
+        "Average",
+    )
+    assert metric["Dimensions"] == [
+        {"Name": "EndpointName", "Value": {"Fn::GetAtt": ["VideoEndpoint", "EndpointName"]}}
+    ]
+    assert config["TargetValue"] == {"Ref": "VideoBacklogTargetPerInstance"}
+    assert cfn["Parameters"]["VideoBacklogTargetPerInstance"]["Default"] == 3
+    assert config["ScaleOutCooldown"] == 60
+
+
+def test_has_backlog_without_capacity_alarm_wakes_the_endpoint(cfn: dict[str, Any]) -> None:
+    step = props(cfn, "VideoWakeUpScalingPolicy")
+    assert step["PolicyType"] == "StepScaling"
+    assert step["ScalingTargetId"] == {"Ref": "VideoScalableTarget"}
+    config = step["StepScalingPolicyConfiguration"]
+    assert config["AdjustmentType"] == "ChangeInCapacity"
+    assert config["StepAdjustments"] == [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]
+    alarm_resource = cfn["Resources"]["VideoHasBacklogWithoutCapacityAlarm"]
+    assert "Condition" not in alarm_resource, "the wake-up alarm drives scaling: it must exist even without alarms"
+    alarm = alarm_resource["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SageMaker", "HasBacklogWithoutCapacity")
+    assert alarm["Period"] <= 60
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert alarm["AlarmActions"] == [{"Ref": "VideoWakeUpScalingPolicy"}]
+
+
+def test_pipeline_timeouts_cover_a_wake_up_from_zero(cfn: dict[str, Any]) -> None:
+    p = {k: v.get("Default") for k, v in cfn["Parameters"].items()}
+    wake_up = 15 * 60  # generous: documented as about 10 minutes
+    assert p["VideoRequestTtlSeconds"] == 3600 and p["VideoRequestTtlSeconds"] > wake_up
+    assert p["VideoHeartbeatSeconds"] > p["VideoRequestTtlSeconds"] + p["VideoInvocationTimeoutSeconds"]
+    assert p["VideoCallbackTimeoutSeconds"] >= p["VideoHeartbeatSeconds"]
+
+
+# ---------------------------------------------------------------- 5. lifecycle
+def test_artifacts_bucket_lifecycle_rules(cfn: dict[str, Any]) -> None:
+    rules = {r["Prefix"]: r for r in props(cfn, "ArtifactsBucket")["LifecycleConfiguration"]["Rules"]}
+    assert set(rules) == {"jobs/", "async/outputs/", "async/failures/"}
+    assert rules["jobs/"]["ExpirationInDays"] == {"Ref": "JobArtifactDays"}
+    assert rules["async/outputs/"]["ExpirationInDays"] == {"Ref": "AsyncOutputDays"}
+    assert rules["async/failures/"]["ExpirationInDays"] == {"Ref": "AsyncFailureDays"}
+    for rule in rules.values():
+        assert rule["Status"] == "Enabled"
+        assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    (inbox,) = props(cfn, "InboxBucket")["LifecycleConfiguration"]["Rules"]
+    assert (inbox["Prefix"], inbox["ExpirationInDays"]) == ("prompts/", {"Ref": "InboxPromptDays"})
+
+
+# ---------------------------------------------------------------- 6. observability
+def test_alarms_cover_pipeline_dlq_backlog_endpoints_and_relay(cfn: dict[str, Any]) -> None:
+    alarms = {
+        (a["Properties"]["Namespace"], a["Properties"]["MetricName"]): a
+        for a in of_type(cfn, "AWS::CloudWatch::Alarm").values()
+    }
+    expected = {
+        ("AWS/States", "ExecutionsFailed"),
+        ("AWS/States", "ExecutionsTimedOut"),
+        ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+        ("AWS/SageMaker", "ApproximateAgeOfOldestRequest"),
+        ("AWS/SageMaker", "Invocation5XXErrors"),
+        ("AWS/SageMaker", "InvocationFailures"),
+        ("AWS/ApplicationELB", "UnHealthyHostCount"),
+        ("AWS/ApplicationELB", "HTTPCode_Target_5XX_Count"),
+    }
+    assert expected <= set(alarms)
+    for key in expected:
+        assert alarms[key]["Condition"] in {"AlarmsEnabled", "VoiceAlarmsEnabled"}
+        assert alarms[key]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    five_xx = [
+        a
+        for a in of_type(cfn, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == "Invocation5XXErrors"
+    ]
+    endpoints = {a["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in five_xx}
+    assert endpoints == {"ImageEndpoint", "TtsEndpoint"}
+    assert len(of_type(cfn, "AWS::CloudWatch::Dashboard")) == 1
+
+
+def test_tracing_is_on_for_functions_and_state_machine(cfn: dict[str, Any]) -> None:
+    functions = of_type(cfn, "AWS::Lambda::Function")
+    assert len(functions) == 9
+    for name, fn in functions.items():
+        assert fn["Properties"]["TracingConfig"] == {"Mode": "Active"}, name
+    (machine,) = of_type(cfn, "AWS::StepFunctions::StateMachine").values()
+    assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    env = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "omnireel"
+
+
+def test_every_function_logs_to_its_own_group_with_retention(cfn: dict[str, Any]) -> None:
+    for name, fn in of_type(cfn, "AWS::Lambda::Function").items():
+        group = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert cfn["Resources"][group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+
+
+def test_async_invoked_functions_have_an_on_failure_destination(cfn: dict[str, Any]) -> None:
+    configs = {
+        c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
+        for c in of_type(cfn, "AWS::Lambda::EventInvokeConfig").values()
+    }
+    assert set(configs) >= ASYNC_INVOKED
+    for name in ASYNC_INVOKED:
+        on_failure = configs[name]["DestinationConfig"]["OnFailure"]
+        assert on_failure["Destination"] == {"Fn::GetAtt": ["FailedInvocationsQueue", "Arn"]}, name
+
+
+def test_default_video_steps_reaches_the_entry_points(cfn: dict[str, Any]) -> None:
+    assert cfn["Parameters"]["DefaultVideoSteps"]["Default"] == 30
+    for name in ("ApiFunction", "InboxFunction"):
+        env = props(cfn, name)["Environment"]["Variables"]
+        assert env["DEFAULT_VIDEO_STEPS"] == {"Ref": "DefaultVideoSteps"}, name
+
+
+# ---------------------------------------------------------------- 7. security
+def test_encryption_everywhere(cfn: dict[str, Any]) -> None:
+    for name, bucket in of_type(cfn, "AWS::S3::Bucket").items():
+        p = bucket["Properties"]
+        (rule,) = p["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}, name
+        assert all(p["PublicAccessBlockConfiguration"][k] is True for k in (
+            "BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"))  # fmt: skip
+    for name, topic in of_type(cfn, "AWS::SNS::Topic").items():
+        assert topic["Properties"].get("KmsMasterKeyId"), name
+    for name, queue in of_type(cfn, "AWS::SQS::Queue").items():
+        assert queue["Properties"].get("SqsManagedSseEnabled") or queue["Properties"].get("KmsMasterKeyId"), name
+    for name, table in of_type(cfn, "AWS::DynamoDB::Table").items():
+        assert table["Properties"]["SSESpecification"]["SSEEnabled"] is True, name
+    assert props(cfn, "AlarmTopicKey")["EnableKeyRotation"] is True
+
+
+def test_buckets_deny_insecure_transport(cfn: dict[str, Any]) -> None:
+    policies = {
+        p["Properties"]["Bucket"]["Ref"]: p["Properties"] for p in of_type(cfn, "AWS::S3::BucketPolicy").values()
+    }
+    assert set(policies) == set(of_type(cfn, "AWS::S3::Bucket"))
+    for bucket, policy in policies.items():
+        (deny,) = [s for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}, bucket
+
+
+def test_api_uses_iam_auth(sam: dict[str, Any]) -> None:
+    auth = props(sam, "HttpApi")["Auth"]
+    assert auth["DefaultAuthorizer"] == "AWS_IAM"
+
+
+def _identity_statements(cfn: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for name, role in of_type(cfn, "AWS::IAM::Role").items():
+        for policy in role["Properties"].get("Policies", []):
+            found += [(name, s) for s in policy["PolicyDocument"]["Statement"]]
+    return found
+
+
+def test_no_iam_statement_allows_a_wildcard_action(cfn: dict[str, Any]) -> None:
+    statements = _identity_statements(cfn)
+    assert len(statements) > 20
+    for role, statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            assert "*" not in action, f"{role}: {action}"
+    # SAM attaches exactly these two AWS-managed policies (logs and X-Ray writes; no wildcard actions); nothing broader.
+    sam_defaults = {
+        "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+        "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+    }
+    for name, role in of_type(cfn, "AWS::IAM::Role").items():
+        managed = {
+            arn if isinstance(arn, str) else arn.get("Fn::Sub", "")
+            for arn in role["Properties"].get("ManagedPolicyArns", [])
+        }
+        assert managed <= sam_defaults, f"{name}: {managed - sam_defaults}"
+
+
+def test_star_resources_only_where_aws_requires_them(cfn: dict[str, Any]) -> None:
+    allowed = {
+        "ecr:GetAuthorizationToken",
+        "states:SendTaskHeartbeat",
+        "states:SendTaskSuccess",
+        "states:SendTaskFailure",
+        "cloudwatch:PutMetricData",
+        "logs:CreateLogDelivery",  # Step Functions log delivery: account-level actions
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+        "xray:PutTraceSegments",  # SAM's Tracing: Active
+        "xray:PutTelemetryRecords",
+        "xray:GetSamplingRules",
+        "xray:GetSamplingTargets",
+        "xray:GetSamplingStatisticSummaries",
+    }
+    for role, statement in _identity_statements(cfn):
+        if statement.get("Resource") == "*" and statement["Effect"] == "Allow":
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert set(actions) <= allowed, f"{role}: {actions}"
+
+
+def test_checkov_waivers_carry_a_reason(sam: dict[str, Any]) -> None:
+    waived = 0
+    for name, resource in sam["Resources"].items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            assert re.fullmatch(r"CKV2?_AWS_\d+", skip["id"]), name
+            assert len(skip["comment"]) > 20, f"{name} {skip['id']}: give a reason"
+            waived += 1
+    assert waived > 0
+
+
+# ---------------------------------------------------------------- 4. profiles
+def test_samconfig_profiles() -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+
+    def overrides(env: str) -> dict[str, str]:
+        return dict(item.split("=", 1) for item in config[env]["deploy"]["parameters"]["parameter_overrides"])
+
+    for env in ("dev", "prod"):
+        deploy = config[env]["deploy"]["parameters"]
+        assert deploy["capabilities"] == "CAPABILITY_IAM"
+        assert deploy["resolve_s3"] is True
+        assert deploy["stack_name"] == deploy["stack_name"].lower()
+        names = set(load_template()["Parameters"])
+        assert set(overrides(env)) <= names, f"{env}: unknown parameter"
+    dev, prod = overrides("dev"), overrides("prod")
+    assert (dev["DefaultVideoSteps"], dev["VideoMinCapacity"], dev["EnableAlarms"]) == ("4", "0", "false")
+    assert (prod["DefaultVideoSteps"], prod["EnableAlarms"]) == ("30", "true")
+    assert int(dev["LogRetentionDays"]) < int(prod["LogRetentionDays"])
+
+
+def test_destroy_is_not_part_of_make_test() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    graph = {m[1]: m[2].split() for m in re.finditer(r"^([a-z-]+):([^=\n#]*)", makefile, re.M)}
+    seen, todo = set(), ["test"]
+    while todo:
+        target = todo.pop()
+        if target in seen:
+            continue
+        seen.add(target)
+        todo += [d for d in graph.get(target, []) if d in graph]
+    assert "checkov" in seen
+    assert "destroy" not in seen and "smoke" not in seen
+
+
+def test_docs_state_that_four_steps_lose_the_composition() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    assert "4 steps does not keep the reference image's composition" in text
+    for quota in [*POOLS, "ml.g6e.xlarge"]:
+        assert f"{quota} for endpoint usage" in text
+
+
+def test_every_ended_execution_reaches_the_safety_net(sam: dict[str, Any]) -> None:
+    event = sam["Resources"]["WorkflowEndedFunction"]["Properties"]["Events"]["ExecutionEnded"]
+    assert event["Type"] == "EventBridgeRule"
+    pattern = event["Properties"]["Pattern"]
+    assert pattern["source"] == ["aws.states"]
+    assert set(pattern["detail"]["status"]) == {"FAILED", "TIMED_OUT", "ABORTED"}
+    assert pattern["detail"]["stateMachineArn"] == [{"Ref": "PipelineStateMachine"}]
+    assert event["Properties"]["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["FailedInvocationsQueue", "Arn"]}}
