@@ -29,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import machine, quantile, today, write_section  # noqa: E402
+from bench.report import machine, table, today, write_section  # noqa: E402
 
 # ---------------------------------------------------------------------------------- inputs (all overridable)
 IMAGE_MODEL_S = 4.7  # warm FLUX.2-klein 1024x1024, ml.g6.xlarge (AWS sample's run)
@@ -41,7 +41,7 @@ PRICE_VIDEO_PER_H = 2.33  # ml.g6e.xlarge SageMaker hosting, us-east-1 on-demand
 PROVISION_S = 520.0  # the sample's video endpoint reached InService in 8 min 40 s; scale-out from 0 is of that order
 ALARM_DELAY_S = 120.0  # HasBacklogWithoutCapacity alarm (60 s period) + step-scaling reaction
 IDLE_TIMEOUT_S = 900.0  # target-tracking scale-in needs ~15 min of empty backlog before 1 -> 0
-WAIT_TARGET = 0.95  # instances are sized so that 95 % of jobs wait at most one service time (M/M/c formula)
+MAX_MEAN_WAIT = 0.5  # instances are sized so that the M/M/c mean wait is at most half a service time
 
 
 # ---------------------------------------------------------------------------------- closed forms
@@ -77,10 +77,11 @@ def mmc_wait_quantile(rate: float, service: float, servers: int, q: float) -> fl
     return math.log(prob_wait / (1 - q)) * service / (servers - offered)
 
 
-def servers_needed(rate: float, service: float, q: float = WAIT_TARGET) -> int:
-    """Fewest instances so that the q-quantile of the M/M/c wait is at most one service time."""
+def servers_needed(rate: float, service: float, max_mean_wait: float = MAX_MEAN_WAIT) -> int:
+    """Fewest instances whose M/M/c mean wait is at most ``max_mean_wait`` service times (conservative:
+    near-constant service waits about half as long as exponential service)."""
     servers = max(1, math.ceil(rate * service))
-    while mmc_wait_quantile(rate, service, servers, q) > service:
+    while mmc_mean_wait(rate, service, servers) > max_mean_wait * service:
         servers += 1
     return servers
 
@@ -209,9 +210,17 @@ def build_report(args: argparse.Namespace) -> str:
         sim = simulate_queue(rate, exponential(s_vid), servers, jobs, seed=servers)
         formula = mmc_mean_wait(rate, s_vid, servers)
         check_rows.append(
-            f"| {servers} | {rho:.2f} | {formula:.2f} | {sim.mean_wait:.2f} | {sim.mean_wait / formula - 1:+.1%} | "
-            f"{mmc_wait_quantile(rate, s_vid, servers, 0.95):.1f} | {sim.wait_quantile(0.95):.1f} | "
-            f"{erlang_c(servers, rate * s_vid):.3f} | {float((sim.waits > 0).mean()):.3f} |"
+            [
+                servers,
+                f"{rho:.2f}",
+                f"{formula:.2f}",
+                f"{sim.mean_wait:.2f}",
+                f"{sim.mean_wait / formula - 1:+.1%}",
+                f"{mmc_wait_quantile(rate, s_vid, servers, 0.95):.1f}",
+                f"{sim.wait_quantile(0.95):.1f}",
+                f"{erlang_c(servers, rate * s_vid):.3f}",
+                f"{float((sim.waits > 0).mean()):.3f}",
+            ]
         )
 
     # 2) Instances, waits and cost per arrival rate (always-on, sized per rate).
@@ -223,11 +232,16 @@ def build_report(args: argparse.Namespace) -> str:
         sim_vid = simulate_queue(rate, near_constant(s_vid), c_vid, jobs, seed=200 + i)
         per_hour = c_img * args.price_image + c_vid * args.price_video
         rows.append(
-            f"| {rate_h:,.0f} | {c_img} ({rate * s_img / c_img:.0%}) | {c_vid} ({rate * s_vid / c_vid:.0%}) | "
-            f"{_fmt_s(sim_img.mean_wait)} / {_fmt_s(sim_img.wait_quantile(0.95))} | "
-            f"{_fmt_s(sim_vid.mean_wait)} / {_fmt_s(sim_vid.wait_quantile(0.95))} | "
-            f"{_fmt_s(mmc_mean_wait(rate, s_vid, c_vid))} | "
-            f"${per_hour:,.2f} | ${per_hour / rate_h * 1000:,.2f} |"
+            [
+                f"{rate_h:,.0f}",
+                f"{c_img} ({rate * s_img / c_img:.0%})",
+                f"{c_vid} ({rate * s_vid / c_vid:.0%})",
+                f"{_fmt_s(sim_img.mean_wait)} / {_fmt_s(sim_img.wait_quantile(0.95))}",
+                f"{_fmt_s(sim_vid.mean_wait)} / {_fmt_s(sim_vid.wait_quantile(0.95))}",
+                _fmt_s(mmc_mean_wait(rate, s_vid, c_vid)),
+                f"${per_hour:,.2f}",
+                f"${per_hour / rate_h * 1000:,.2f}",
+            ]
         )
     floor = (s_img * args.price_image + s_vid * args.price_video) / 3600 * 1000
 
@@ -242,9 +256,14 @@ def build_report(args: argparse.Namespace) -> str:
         per_1000_on = (args.price_image + on_cost) / rate_h * 1000
         per_1000_stz = (args.price_image + stz_cost) / rate_h * 1000
         stz_rows.append(
-            f"| {rate_h:,.0f} | {res.billed_fraction:.0%} | {res.cold_fraction:.0%} | {_fmt_s(res.mean_wait)} / "
-            f"{_fmt_s(res.p95_wait)} | ${on_cost * 24 * 30:,.0f} -> ${stz_cost * 24 * 30:,.0f} | "
-            f"${per_1000_on:,.2f} -> ${per_1000_stz:,.2f} |"
+            [
+                f"{rate_h:,.0f}",
+                f"{res.billed_fraction:.0%}",
+                f"{res.cold_fraction:.0%}",
+                f"{_fmt_s(res.mean_wait)} / {_fmt_s(res.p95_wait)}",
+                f"${on_cost * 24 * 30:,.0f} -> ${stz_cost * 24 * 30:,.0f}",
+                f"${per_1000_on:,.2f} -> ${per_1000_stz:,.2f}",
+            ]
         )
 
     # 4) Ceiling of today's template (1 instance each, no autoscaling).
@@ -256,54 +275,122 @@ def build_report(args: argparse.Namespace) -> str:
         rate = rate_h / 3600
         rho_img, rho_vid = rate * s_img, rate * s_vid
         mult_rows.append(
-            f"| {mult:,}x | {rate_h:,.0f} | {rho_img:.0%} | {rho_vid:.0%} | "
-            f"{servers_needed(rate, s_img)} / {servers_needed(rate, s_vid)} | {rate_h / 3600:.2f} |"
+            [
+                f"{mult:,}x",
+                f"{rate_h:,.0f}",
+                f"{rho_img:.0%}",
+                f"{rho_vid:.0%}",
+                f"{servers_needed(rate, s_img)} / {servers_needed(rate, s_vid)}",
+                f"{rate_h / 3600:.2f}",
+            ]
         )
 
+    inputs = table(
+        ["input", "value", "source"],
+        [
+            [
+                "image time per job",
+                f"{args.image_s} s + {IMAGE_HOLD_OVERHEAD_S} s = {s_img:.1f} s",
+                "AWS sample (warm FLUX.2-klein, ml.g6.xlarge); overhead assumed",
+            ],
+            [
+                "video time per job",
+                f"{args.video_s} s + {VIDEO_HOLD_OVERHEAD_S} s = {s_vid:.1f} s",
+                "AWS sample (Wan2.1-VACE, 17 frames, 30 steps, ml.g6e.xlarge); overhead assumed",
+            ],
+            ["ml.g6.xlarge", f"${args.price_image:.2f}/h", "approx. us-east-1 on-demand hosting (2025); **check**"],
+            ["ml.g6e.xlarge", f"${args.price_video:.2f}/h", "approx. us-east-1 on-demand hosting (2025); **check**"],
+            [
+                "instances per endpoint",
+                f"fewest c with M/M/c mean wait <= {MAX_MEAN_WAIT:g} x service time",
+                "sizing rule of this model",
+            ],
+            [
+                "scale-from-zero",
+                f"alarm {ALARM_DELAY_S:.0f} s + provisioning {PROVISION_S:.0f} s",
+                "sample's InService time",
+            ],
+            ["scale-to-zero", f"after {IDLE_TIMEOUT_S / 60:.0f} min without backlog", "target-tracking scale-in"],
+        ],
+    )
+    check = table(
+        [
+            "c",
+            "utilization",
+            "Wq formula s",
+            "Wq sim s",
+            "diff",
+            "p95 formula s",
+            "p95 sim s",
+            "P(wait) formula",
+            "P(wait) sim",
+        ],
+        check_rows,
+    )
+    always_on = table(
+        [
+            "jobs/hour",
+            "image instances (util.)",
+            "video instances (util.)",
+            "image wait mean / p95",
+            "video wait mean / p95",
+            "video Wq M/M/c",
+            "GPU $/hour",
+            "$ per 1,000 videos",
+        ],
+        rows,
+    )
+    stz = table(
+        [
+            "jobs/hour",
+            "video instance billed",
+            "jobs finding 0 instances",
+            "video wait mean / p95",
+            "video $/month",
+            "$ per 1,000 videos (always-on -> scale-to-zero)",
+        ],
+        stz_rows,
+    )
+    mult = table(
+        [
+            "load",
+            "jobs/hour",
+            "image util. (1 instance)",
+            "video util. (1 instance)",
+            "instances needed image / video",
+            "jobs/second",
+        ],
+        mult_rows,
+    )
     return f"""<!-- bench:capacity -->
 Generated by `.venv/bin/python bench/capacity.py{" --quick" if args.quick else ""}` on {today()} ({machine()}),
 {jobs:,} simulated jobs per case, run time {time.perf_counter() - started:.1f} s.
 
 ### Inputs
 
-| input | value | source |
-|---|---|---|
-| image time per job | {args.image_s} s + {IMAGE_HOLD_OVERHEAD_S} s hold overhead = {s_img:.1f} s | AWS sample (warm FLUX.2-klein, ml.g6.xlarge); overhead assumed |
-| video time per job | {args.video_s} s + {VIDEO_HOLD_OVERHEAD_S} s hold overhead = {s_vid:.1f} s | AWS sample (Wan2.1-VACE, 17 frames, 30 steps, ml.g6e.xlarge); overhead assumed |
-| ml.g6.xlarge price | ${args.price_image:.2f}/h | approximate us-east-1 on-demand SageMaker hosting (2025); **check the pricing page** |
-| ml.g6e.xlarge price | ${args.price_video:.2f}/h | approximate us-east-1 on-demand SageMaker hosting (2025); **check the pricing page** |
-| instances per endpoint | smallest c with p95 M/M/c wait <= one service time | sizing rule of this model |
-| scale-from-zero | alarm {ALARM_DELAY_S:.0f} s + provisioning {PROVISION_S:.0f} s; scale-in after {IDLE_TIMEOUT_S / 60:.0f} min idle | sample's InService time; target-tracking scale-in |
+{inputs}
 
 ### Simulator check (exponential service, video endpoint's {s_vid:.1f} s mean, {jobs:,} jobs)
 
-| c | utilization | Wq formula s | Wq sim s | diff | p95 formula s | p95 sim s | P(wait) formula | P(wait) sim |
-|---|---|---|---|---|---|---|---|---|
-{chr(10).join(check_rows)}
+{check}
 
 ### Always-on, sized per arrival rate (near-constant service, CV 0.1)
 
 Waits are the simulated queue waits before the model starts (mean / p95). Cost counts the GPU instances only.
 
-| jobs/hour | image instances (util.) | video instances (util.) | image wait mean / p95 | video wait mean / p95 | video Wq M/M/c | GPU $/hour | $ per 1,000 videos |
-|---|---|---|---|---|---|---|---|
-{chr(10).join(rows)}
+{always_on}
 
 Lower bound (every GPU second busy): ${floor:.2f} per 1,000 videos.
 
 ### Scale-to-zero of the async video endpoint (image endpoint always on, 1 instance)
 
-| jobs/hour | video instance billed | jobs finding 0 instances | video wait mean / p95 | video $/month | $ per 1,000 videos (always-on -> scale-to-zero) |
-|---|---|---|---|---|---|
-{chr(10).join(stz_rows)}
+{stz}
 
 ### Today's template under more load (today assumed {today_h:g} jobs/hour)
 
 Single-instance ceilings: image {ceiling_img:,.0f} jobs/hour, video {ceiling_vid:,.0f} jobs/hour (utilization 100 %).
 
-| load | jobs/hour | image utilization (1 instance) | video utilization (1 instance) | instances needed image / video | jobs/second |
-|---|---|---|---|---|---|
-{chr(10).join(mult_rows)}
+{mult}
 <!-- /bench:capacity -->"""
 
 

@@ -1,6 +1,6 @@
 """Cold-start proxy per Lambda function: module import time of functions/<name>/handler.py, and package size.
 
-    .venv/bin/python bench/cold_start.py [--quick] [--runs 15] [--out docs/benchmarks.md|-]
+    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--out docs/benchmarks.md|-]
 
 Each run is a fresh interpreter (.venv's Python 3.13) whose sys.path is the function's code directory and the
 layer's package (layers/omnireel) plus .venv's site-packages (same pinned versions as the layer). It times
@@ -176,11 +176,11 @@ def build_dir(name: str) -> Path | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="5 runs per function and condition; no write unless --out")
-    parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (15)")
+    parser.add_argument("--quick", action="store_true", help="3 runs per function and condition; no write unless --out")
+    parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (7)")
     parser.add_argument("--out", default=None, help="file whose 'cold_start' section is replaced; '-' prints")
     args = parser.parse_args()
-    runs = args.runs or (5 if args.quick else 15)
+    runs = args.runs or (3 if args.quick else 7)
     out = args.out if args.out is not None else ("-" if args.quick else str(REPO / "docs" / "benchmarks.md"))
     started = time.perf_counter()
     build_note = ensure_build()

@@ -68,3 +68,10 @@ def emit(name: str, text: str, out: str | None) -> None:
         target = Path(out)
         write_section(name, text, target)
         print(f"\n(wrote section '{name}' of {target})")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

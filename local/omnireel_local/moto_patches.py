@@ -8,6 +8,7 @@ mismatch would make the local stack lie. To move to a new moto, re-verify each p
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
@@ -280,6 +281,21 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
         return self.method == "POST" and bool(form_parsing.fget(self))
 
     MotoRequest.want_form_data_parsed = property(want_form_data_parsed)
+
+    # 8. Step Functions SendTaskFailure: moto's response handler drops the `cause` parameter, so a callback task's
+    #    failure reaches Catch/ResultPath as {"Error": ..., "Cause": null}; the job's failure reason is in the cause.
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> Any:
+        backend = self.stepfunction_backend
+        kwargs = {"error": self._get_param("error")}
+        if "cause" in inspect.signature(backend.send_task_failure).parameters:  # the executing backend takes it
+            kwargs["cause"] = self._get_param("cause")
+        backend.send_task_failure(self._get_param("taskToken"), **kwargs)
+        return EmptyResult()
+
+    StepFunctionResponse.send_task_failure = send_task_failure
 
     _applied = True
     log.info("moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda", MOTO_VERSION)

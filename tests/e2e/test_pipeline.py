@@ -88,6 +88,21 @@ def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalSta
     assert event["error"]["code"] == "EndpointUnavailable"
 
 
+def test_video_endpoint_failure_reaches_the_job_through_the_error_topic(stack: LocalStack) -> None:
+    emulator = stack.outputs["OMNIREEL_EMULATOR_VIDEO_MODEL_URL"]
+    faults = {"faults": {"videos": {"error_rate": 1.0}}}
+    httpx.put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
+    try:
+        result = stack.cli("submit", "this video will never render", "--wait", "--json", "--timeout", JOB_TIMEOUT)
+    finally:
+        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
+    assert result.returncode == 1, result.stderr
+    job = json.loads(result.stdout)
+    assert job["error"]["stage"] == "render_video"
+    assert job["error"]["code"] == "VideoRenderFailed"
+    assert "injected fault" in job["error"]["message"]  # SageMaker failureReason -> SendTaskFailure cause
+
+
 def test_an_invalid_dropped_file_yields_job_failed(stack: LocalStack, tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"prompt": "unterminated')
