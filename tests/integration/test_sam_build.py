@@ -1,0 +1,35 @@
+"""`make build` (sam build, no container) packages what Lambda runs: arm64 wheels and bytecode in the layer."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / ".aws-sam" / "build"
+
+
+@pytest.fixture(scope="module")
+def build_dir() -> Path:
+    if not (ROOT / ".venv-sam" / "bin" / "sam").exists():
+        pytest.skip("SAM CLI venv missing: run `make sam-venv` (make test does)")
+    result = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return BUILD
+
+
+def test_layer_has_the_domain_package_compiled(build_dir):
+    package = build_dir / "DomainLayer" / "python" / "omnireel"
+    assert (package / "steps.py").exists()
+    assert list((package / "__pycache__").glob("steps.cpython-313.pyc"))
+
+
+def test_layer_wheels_are_for_arm64_lambda(build_dir):
+    shared = list((build_dir / "DomainLayer" / "python" / "pydantic_core").glob("*.so"))
+    assert shared and all("aarch64" in path.name for path in shared)
+
+
+def test_every_function_is_built_from_its_folder(build_dir):
+    functions = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
+    built = sorted(p.name for p in build_dir.iterdir() if (p / "handler.py").exists())
+    assert len(built) == len(functions) == 9
