@@ -34,10 +34,14 @@ def up(
     api_port: int = 0,
     parameters: list[str] | None = None,
     timeout: float = 90.0,
-    relay: bool = False,
+    relay: bool | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """Start the stack in the background (or find it running) and return its state once it is ready."""
+    """Start the stack in the background (or find it running) and return its state once it is ready.
+
+    ``relay``: None = start the TTS relay if the template has a TTS model (EnableVoice=true, the default);
+    True = always (a dedicated speech emulator if there is no TTS model); False = no relay.
+    """
     base = homedir.home()
     state = running_state()
     if state is not None:
@@ -56,8 +60,8 @@ def up(
         argv += ["--api-port", str(api_port)]
     for parameter in parameters or []:
         argv += ["--parameter", parameter]
-    if relay:
-        argv.append("--relay")
+    if relay is not None:
+        argv.append("--relay" if relay else "--no-relay")
     log_path = logs / "stack.log"
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(
@@ -202,6 +206,9 @@ def status_lines(state: dict[str, Any] | None) -> tuple[bool, list[str]]:
         ]
         for model, url in (state.get("emulators") or {}).items():
             lines.append(f"  emulator      {url}  ({model})")
+        relay = state.get("relay") or {}
+        relay_pid = (state.get("child_pids") or {}).get("relay")
+        lines.append(f"  TTS relay     {relay['url']}  (pid {relay_pid})" if relay else "  TTS relay     (not started)")
         children = state.get("child_pids") or {}
         workers = sum(1 for name in children if name.startswith("lambda-worker"))
         lines.append(f"  processes     {len(children) + 1} ({workers} warm Lambda worker(s))")

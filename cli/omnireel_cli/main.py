@@ -1,6 +1,7 @@
 """``omnireel``: run omnireel jobs against the embedded local stack (default) or a deployed stack.
 
-Exit codes: 0 ok, 1 job failed, 2 usage error, 3 stack not running / infrastructure error.
+Exit codes: 0 ok, 1 job failed (or a smoke check / utterance failed), 2 usage error (also: the relay refused the
+token), 3 stack not running / infrastructure error (unreachable API or relay, timeouts).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import jobs, local_stack
-from .errors import EXIT_INFRA, EXIT_USAGE, CliError, UsageError
+from . import jobs, local_stack, smoke, tts
+from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
 DEFAULT_PROMPT = "a paper boat drifting down a rainy city street, cinematic, golden hour reflections"
@@ -63,7 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--moto-port", type=int, default=0, help="local AWS port (default: a free port)")
     up.add_argument("--api-port", type=int, default=0, help="HTTP API port (default: a free port)")
     up.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter")
-    up.add_argument("--relay", action="store_true", help="also start the TTS relay and a speech emulator")
+    relay = up.add_mutually_exclusive_group()
+    relay.add_argument(
+        "--no-relay", dest="relay", action="store_false", default=None,
+        help="do not start the TTS relay (by default it starts in front of the TTS model's emulator, with a fresh "
+        "token; `omnireel local env` prints OMNIREEL_RELAY_URL and OMNIREEL_RELAY_TOKEN)",
+    )  # fmt: skip
+    relay.add_argument(
+        "--relay", dest="relay", action="store_true",
+        help="start the relay even if the template has no TTS model (EnableVoice=false): a speech emulator serves it",
+    )  # fmt: skip
     up.add_argument("--timeout", type=float, default=90.0, help="max seconds to wait for readiness (default 90)")
     local_commands.add_parser("down", help="stop the local stack and every process it started")
     local_commands.add_parser("status", help="is it running, where, which processes")
@@ -100,6 +110,46 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
     demo.add_argument("--down", action="store_true", help="stop the local stack afterwards")
     demo.set_defaults(timeout=180.0)
+
+    speak = commands.add_parser(
+        "tts", parents=[target], help="speak TEXT through the TTS relay into a 24 kHz mono 16-bit WAV",
+        description="Stream one utterance through the TTS relay (vLLM-Omni streaming-TTS protocol: session.config "
+        "with pcm + stream_audio, input.text, input.done, session.close), write the PCM chunks into a WAV as they "
+        "arrive, check audio.done.total_bytes, and print the time to first audio (input.done -> first PCM frame). "
+        "Relay: --url/--token, else --stack (RelayUrl output + RelayTokenSecretArn secret), else the local stack. "
+        "Exit codes: 0 ok, 1 the relay reported an error / bad audio, 2 usage or token refused (HTTP 401), "
+        "3 relay unreachable / timeout.",
+    )  # fmt: skip
+    speak.add_argument("text")
+    speak.add_argument("--out", type=Path, default=Path("speech.wav"), help="WAV file to write (default speech.wav)")
+    speak.add_argument("--voice", help="voice / speaker (e.g. vivian); default: the model's")
+    speak.add_argument("--language", help="language (e.g. English, Chinese, Auto); default: the model's")
+    speak.add_argument("--url", help="relay WebSocket URL (overrides the stack's)")
+    speak.add_argument("--token", help="relay bearer token (overrides the stack's)")
+    speak.add_argument("--timeout", type=float, default=60.0, help="max seconds for the whole utterance (default 60)")
+    speak.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    check = commands.add_parser(
+        "smoke", parents=[target], help="post-deploy check: one image, one 4-step video job, one TTS utterance",
+        description="The check to run right after `sam deploy` (or against the local stack): (a) one image request "
+        "straight to the image endpoint -> validation-output.png, (b) one 4-step video job through the HTTP API -> "
+        "validation-output.mp4 (decoded: frames and size), (c) one utterance through the TTS relay -> "
+        "validation-output.wav (skipped if the stack has no voice). The checks run concurrently; one PASS/FAIL/SKIP "
+        "line each with timings, then a verdict. Exit 0 only if none failed (1 otherwise, 3 if the stack is not "
+        "reachable). A video endpoint scaled to zero takes about 10 minutes to wake: --timeout covers it.",
+    )  # fmt: skip
+    check.add_argument("--out", type=Path, default=Path("out"), help="folder for validation-output.* (default out/)")
+    check.add_argument("--prompt", default=smoke.SMOKE_PROMPT, help="prompt for the image and the video")
+    check.add_argument("--image-size", default="1024x1024", help="image WIDTHxHEIGHT (default 1024x1024)")
+    check.add_argument(
+        "--timeout", type=float, default=1200.0,
+        help="max seconds for the video job (default 1200: covers a wake-up from zero instances)",
+    )  # fmt: skip
+    check.add_argument("--tts-timeout", type=float, default=60.0, help="max seconds for the utterance (default 60)")
+    check.add_argument(
+        "--skip", action="append", default=[], choices=smoke.CHECKS, metavar="CHECK",
+        help="leave out a check: image, video or tts (repeatable)",
+    )  # fmt: skip
     return parser
 
 
@@ -220,6 +270,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tts(args: argparse.Namespace) -> int:
+    relay = tts.resolve(args.stack, args.region, args.url, args.token)
+    speech = tts.speak(relay, args.text, args.out, voice=args.voice, language=args.language, timeout=args.timeout)
+    print(tts.as_json(speech) if args.json else "\n".join(speech.lines()))
+    return 0
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    try:
+        width, height = (int(x) for x in args.image_size.lower().split("x"))
+    except ValueError as exc:
+        raise UsageError(f"--image-size must look like 1024x1024, got {args.image_size!r}") from exc
+    started = time.monotonic()
+    target = _target(args)
+    print(smoke.header(target, args.out), flush=True)
+    checks = smoke.run(
+        target,
+        args.out,
+        image_size=f"{width}x{height}",
+        video_timeout=args.timeout,
+        tts_timeout=args.tts_timeout,
+        prompt=args.prompt,
+        skip=tuple(dict.fromkeys(args.skip)),
+    )
+    ok, verdict = smoke.summary(checks, time.monotonic() - started)
+    print(verdict, flush=True)
+    return 0 if ok else EXIT_JOB_FAILED
+
+
 COMMANDS = {
     "local": cmd_local,
     "submit": cmd_submit,
@@ -227,6 +306,8 @@ COMMANDS = {
     "status": cmd_status,
     "events": cmd_events,
     "demo": cmd_demo,
+    "tts": cmd_tts,
+    "smoke": cmd_smoke,
 }
 
 

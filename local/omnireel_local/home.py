@@ -1,4 +1,7 @@
-"""Where the local stack keeps its state: ``$OMNIREEL_HOME`` or ``<repo>/.omnireel`` (pids, ports, logs)."""
+"""Where the local stack keeps its state: ``$OMNIREEL_HOME`` or ``<repo>/.omnireel`` (pids, ports, logs).
+
+``state.json`` is written with mode 0600: it holds the local relay's bearer token.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +41,11 @@ def write_state(state: dict[str, Any], base: Path | None = None) -> None:
     path = state_path(base)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
+    # 0600: the state holds the relay's bearer token. Created with that mode (never world-readable in between).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # an older .tmp may have been created with a wider mode
+        handle.write(json.dumps(state, indent=2))
     tmp.replace(path)
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import fault_injection
+
 log = logging.getLogger("omnireel_local.lambda")
 
 # Environment variables passed through from the stack process to workers (nothing else leaks in).
@@ -218,6 +220,14 @@ class LambdaRunner:
                 }
             ):
                 return self._failure("Runtime.ExitError", f"the execution environment of {inv.function_name} exited")
+            crash_after = fault_injection.lambda_crash(inv.function_name, inv.payload)  # off by default
+            if crash_after is not None:
+                worker.receive(min(crash_after, inv.timeout_s))
+                worker.proc.kill()
+                return self._failure(
+                    "Runtime.ExitError",
+                    f"RequestId: {request_id} Error: Runtime exited with error: signal: killed (injected fault)",
+                )
             answer = worker.receive(inv.timeout_s)
             elapsed = time.monotonic() - started
             if answer is None:

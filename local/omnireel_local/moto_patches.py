@@ -21,6 +21,7 @@ from urllib.parse import unquote
 
 import moto
 
+from . import fault_injection
 from .lambda_runner import Invocation, InvokeResult, LambdaRunner
 from .sagemaker_hosting import SageMakerHosting
 
@@ -266,6 +267,10 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
             log.warning("S3 notification for a missing function %s", fn_arn)
             return
         invoker.submit(fn, json.dumps(event_body), "s3")
+        s3 = (event_body.get("Records") or [{}])[0].get("s3", {})
+        s3_key = f"{s3.get('bucket', {}).get('name')}/{s3.get('object', {}).get('key')}"
+        if fault_injection.duplicate_s3_event(s3_key):  # off by default (fault_injection.py)
+            invoker.submit(fn, json.dumps(event_body), "s3")
 
     s3_notifications._invoke_awslambda = _invoke_awslambda
 

@@ -33,6 +33,8 @@ import httpx
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from . import fault_injection
+
 log = logging.getLogger("omnireel_local.sagemaker")
 
 REALTIME_TIMEOUT_S = 60.0  # InvokeEndpoint's fixed 60 s limit for a container response
@@ -225,7 +227,9 @@ class SageMakerHosting:
             invocation_timeout_s=float(
                 h.get("x-amzn-sagemaker-invocationtimeoutseconds") or DEFAULT_INVOCATION_TIMEOUT_S
             ),
-            request_ttl_s=float(h.get("x-amzn-sagemaker-requestttlseconds") or DEFAULT_REQUEST_TTL_S),
+            request_ttl_s=fault_injection.request_ttl(
+                float(h.get("x-amzn-sagemaker-requestttlseconds") or DEFAULT_REQUEST_TTL_S)
+            ),
             received_at=_now(),
         )
         self._queue_for(endpoint).put(request)
@@ -370,7 +374,11 @@ class SageMakerHosting:
         if not topic:
             log.info("async %s: %s (no notification topic configured)", request.inference_id, status)
             return
-        self._sns.publish(TopicArn=topic, Message=json.dumps(message))
+        fault = fault_injection.notification(request.inference_id, status)  # off by default (fault_injection.py)
+        if fault == "drop":
+            return
+        for _ in range(2 if fault == "duplicate" else 1):
+            self._sns.publish(TopicArn=topic, Message=json.dumps(message))
         log.info("async %s: %s notification published to %s", request.inference_id, status, topic.rsplit(":", 1)[-1])
 
     def shutdown(self) -> None:

@@ -6,7 +6,9 @@ One process that owns everything ``omnireel local up`` starts:
 - the Lambda runner's warm worker processes (children, started on demand);
 - one vLLM-Omni container emulator process per SageMaker Model in the template, with that Model's Environment;
 - the API front door (a thread) serving the HTTP API's routes;
-- optionally the TTS relay (a child process) in front of a speech emulator.
+- the TTS relay (``relay/omnireel_relay``, a child process) in front of the TTS model's emulator WebSocket, with a
+  bearer token generated per start (``--no-relay`` skips it; without a TTS model in the template -- EnableVoice=false
+  -- there is no relay unless ``--relay`` asks for one, served by a dedicated speech emulator).
 
 It provisions the local AWS from template.yaml, records ports, pids and outputs in ``<home>/state.json``
 (``phase`` shows progress; ``ready: true`` when it can take jobs) and runs until SIGTERM/SIGINT, then stops every
@@ -35,6 +37,8 @@ from .cfn_template import ROOT
 
 log = logging.getLogger("omnireel_local.stack")
 EMULATOR_START_TIMEOUT_S = 60.0
+RELAY_START_TIMEOUT_S = 30.0
+RELAY_PATH = "/v1/audio/speech/stream"
 
 
 class Stack:
@@ -92,10 +96,15 @@ class Stack:
         os.environ.pop("AWS_ENDPOINT_URL", None)
         os.environ.pop("AWS_PROFILE", None)
 
+        # The emulator package (imported for its model -> served-kinds rule) takes about a second to import:
+        # do it while moto starts and the template is provisioned, not on the critical path.
+        preload = threading.Thread(target=_preload_emulator_config, name="preload", daemon=True)
+        preload.start()
+
         self.phase("starting the local AWS (moto)")
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-        from . import moto_patches
+        from . import fault_injection, moto_patches
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
@@ -107,6 +116,7 @@ class Stack:
             url = sqs.get_queue_url(QueueName=queue_arn.split(":")[-1])["QueueUrl"]
             sqs.send_message(QueueUrl=url, MessageBody=body)
 
+        fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
         self.invoker = moto_patches.apply(self.runner, self.hosting, sqs_send)
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self.server.start()
@@ -131,16 +141,29 @@ class Stack:
             log.info("not provisioned locally: %s (%s): %s", logical, rtype, reason)
         self.save(provisioned=provisioned.summary())
 
-        self.phase(f"starting {len(provisioned.models)} container emulator(s)")
+        preload.join(timeout=30)
+        from .emulator.config import kinds_for_model
+
+        has_tts = any("speech" in kinds_for_model(env.get("SM_VLLM_MODEL", "")) for env in provisioned.models.values())
+        relay_wanted = bool(self.args.relay) or (self.args.relay is None and has_tts)
+        if self.args.relay is None and not has_tts:
+            log.info("no TTS model in the template (EnableVoice=false): no relay (`--relay` forces one)")
+        self.phase(
+            f"starting {len(provisioned.models)} container emulator(s)" + (" and the TTS relay" if relay_wanted else "")
+        )
         emulators = {}
         for model_name, env in provisioned.models.items():
             emulators[model_name] = self._start_emulator(model_name, env)
+        # The relay starts alongside the emulators (it connects upstream per session, so it need not wait for them).
+        relay = self._start_relay(provisioned.models, emulators) if relay_wanted else {}
         self.save()
         deadline = time.monotonic() + EMULATOR_START_TIMEOUT_S
         for model_name, url in emulators.items():
-            self._wait_http(f"{url}/ping", deadline, f"emulator for {model_name}")
+            self._wait_http(f"{url}/ping", deadline, f"emulator for {model_name}", EMULATOR_START_TIMEOUT_S)
             self.hosting.attach(model_name, url)
         self.state["emulators"] = emulators
+        if relay:
+            self._wait_relay(relay)
 
         self.phase("creating the CLI's job-events subscription")
         outputs = dict(provisioned.outputs)
@@ -152,11 +175,9 @@ class Stack:
         self.front_door = FrontDoor(provisioned.routes, self.moto_endpoint, self.region, self.account_id)
         self.front_door.serve("127.0.0.1", self.api_port)
         outputs["ApiUrl"] = self.state["api_url"]  # the deployed value is an execute-api URL
-
-        relay: dict[str, str] = {}
-        if self.args.relay:
-            self.phase("starting the TTS relay")
-            relay = self._start_relay(provisioned.models, emulators)
+        if relay:
+            outputs["RelayUrl"] = relay["url"]  # the deployed value is the load balancer's wss:// URL
+            self._store_relay_token(outputs.get("RelayTokenSecretArn"), relay["token"])
 
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
@@ -192,7 +213,7 @@ class Stack:
         self._spawn(f"emulator-{model_name}", argv, child_env)
         return f"http://127.0.0.1:{port}"
 
-    def _wait_http(self, url: str, deadline: float, what: str) -> None:
+    def _wait_http(self, url: str, deadline: float, what: str, budget: float) -> None:
         while time.monotonic() < deadline:
             try:
                 if httpx.get(url, timeout=2).status_code == 200:
@@ -203,7 +224,7 @@ class Stack:
             if dead:
                 raise RuntimeError(f"{', '.join(dead)} exited during startup; see {self.logs}")
             time.sleep(0.2)
-        raise TimeoutError(f"{what} did not become healthy at {url} within {EMULATOR_START_TIMEOUT_S:.0f} s")
+        raise TimeoutError(f"{what} did not become healthy at {url} within {budget:.0f} s")
 
     def _events_queue(self, topic_arn: str | None) -> str | None:
         """A durable SQS queue subscribed to the job-events topic: what `omnireel events` consumes."""
@@ -215,11 +236,13 @@ class Stack:
         sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=arn)
         return url
 
-    def _start_relay(self, models: dict[str, dict[str, str]], emulators: dict[str, str]) -> dict[str, str]:
-        """The TTS relay (relay/omnireel_relay), upstream = the WebSocket of the template's TTS model emulator.
+    def _start_relay(self, models: dict[str, dict[str, str]], emulators: dict[str, str]) -> dict[str, Any]:
+        """Spawn the TTS relay (relay/omnireel_relay); upstream = the WebSocket of the template's TTS model emulator.
 
         On AWS the relay reaches the TTS endpoint through SageMaker's bidirectional-streaming API, which moto does not
-        have; locally it talks the same vLLM-Omni WebSocket protocol to the emulator directly.
+        have; locally it talks the same vLLM-Omni WebSocket protocol to the emulator directly. Returns {} when the
+        template has no TTS model (EnableVoice=false) and the relay was not asked for explicitly (``--relay``).
+        Readiness is checked by ``_wait_relay``.
         """
         from .emulator.config import kinds_for_model
 
@@ -227,25 +250,56 @@ class Stack:
             (emulators[m] for m, env in models.items() if "speech" in kinds_for_model(env.get("SM_VLLM_MODEL", ""))),
             None,
         )
-        if upstream is None:  # the template has no TTS model: serve speech from a dedicated emulator
+        dedicated = None
+        if upstream is None:
+            if not self.args.relay:
+                log.info("no TTS model in the template (EnableVoice=false): no relay (`--relay` forces one)")
+                return {}
+            # --relay without a TTS model: serve speech from a dedicated emulator.
             port = homedir.free_port()
             argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
             self._spawn("emulator-speech", [*argv, "--routes", "speech"], {**os.environ, "PYTHONUNBUFFERED": "1"})
-            upstream = f"http://127.0.0.1:{port}"
-            self._wait_http(f"{upstream}/ping", time.monotonic() + 30, "speech emulator")
-        port, token = homedir.free_port(), secrets.token_urlsafe(24)
-        env = {
-            **os.environ,
-            "OMNIREEL_RELAY_HOST": "127.0.0.1",
-            "OMNIREEL_RELAY_PORT": str(port),
-            "OMNIREEL_RELAY_UPSTREAM": "websocket",
-            "OMNIREEL_RELAY_UPSTREAM_URL": upstream.replace("http://", "ws://") + "/v1/audio/speech/stream",
-            "OMNIREEL_RELAY_TOKEN": token,
-            "PYTHONUNBUFFERED": "1",
-        }
+            upstream = dedicated = f"http://127.0.0.1:{port}"
+        port, token = homedir.free_port(), secrets.token_urlsafe(32)  # URL-safe base64: HTTP token characters
+        upstream_url = upstream.replace("http://", "ws://") + RELAY_PATH
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OMNIREEL_RELAY_")}  # nothing inherited
+        env.update(
+            {
+                "OMNIREEL_RELAY_HOST": "127.0.0.1",
+                "OMNIREEL_RELAY_PORT": str(port),
+                "OMNIREEL_RELAY_UPSTREAM": "websocket",
+                "OMNIREEL_RELAY_UPSTREAM_URL": upstream_url,
+                "OMNIREEL_RELAY_TOKEN": token,
+                "OMNIREEL_RELAY_DRAIN_SECONDS": "2",  # `local down` waits 5 s for its children
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         self._spawn("relay", [sys.executable, "-m", "omnireel_relay"], env)
-        self._wait_http(f"http://127.0.0.1:{port}/healthz", time.monotonic() + 30, "relay")
-        return {"url": f"ws://127.0.0.1:{port}/v1/audio/speech/stream", "token": token}
+        return {
+            "url": f"ws://127.0.0.1:{port}{RELAY_PATH}",
+            "token": token,
+            "port": port,
+            "upstream_url": upstream_url,
+            "health_url": f"http://127.0.0.1:{port}/healthz",
+            **({"speech_emulator_url": dedicated} if dedicated else {}),
+        }
+
+    def _wait_relay(self, relay: dict[str, Any]) -> None:
+        """Readiness: GET /healthz answers 200 (bounded by RELAY_START_TIMEOUT_S)."""
+        if relay.get("speech_emulator_url"):
+            url, budget = f"{relay['speech_emulator_url']}/ping", EMULATOR_START_TIMEOUT_S
+            self._wait_http(url, time.monotonic() + budget, "speech emulator", budget)
+        budget = RELAY_START_TIMEOUT_S
+        self._wait_http(relay["health_url"], time.monotonic() + budget, "the TTS relay", budget)
+
+    def _store_relay_token(self, secret_arn: str | None, token: str) -> None:
+        """Put the token into the template's relay token secret too, as on AWS (where the relay reads it there)."""
+        if not secret_arn:
+            return
+        try:
+            self._client("secretsmanager").put_secret_value(SecretId=secret_arn, SecretString=token)
+        except Exception as exc:  # noqa: BLE001 - the CLI reads the token from state.json locally
+            log.warning("could not store the relay token in %s: %s", secret_arn, exc)
 
     def _refresh(self) -> None:
         while not self._stop.wait(2.0):
@@ -284,6 +338,11 @@ class Stack:
         log.info("stopped")
 
 
+def _preload_emulator_config() -> None:
+    with contextlib.suppress(Exception):
+        from .emulator import config  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m omnireel_local.stack")
     parser.add_argument("--home", default=str(homedir.home()))
@@ -293,7 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack-name", default=homedir.STACK_NAME)
     parser.add_argument("--parameter", action="append", default=[], help="template parameter override Name=Value")
     parser.add_argument("--lambda-workers", type=int, default=4, help="max warm workers per function")
-    parser.add_argument("--relay", action="store_true", help="also start the TTS relay (and a speech emulator)")
+    relay = parser.add_mutually_exclusive_group()
+    relay.add_argument(
+        "--relay", dest="relay", action="store_true", default=None,
+        help="start the TTS relay even without a TTS model in the template (a dedicated speech emulator serves it)",
+    )  # fmt: skip
+    relay.add_argument("--no-relay", dest="relay", action="store_false", help="do not start the TTS relay")
     args = parser.parse_args(argv)
 
     logging.basicConfig(

@@ -55,7 +55,7 @@ def parse_env(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def start_stack(home: Path) -> LocalStack:
+def start_stack(home: Path, *extra: str) -> LocalStack:
     env = {**os.environ, "OMNIREEL_HOME": str(home)}
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         env.pop(name, None)
@@ -64,6 +64,7 @@ def start_stack(home: Path) -> LocalStack:
         "local", "up",
         "--moto-port", str(homedir.free_port()),
         "--api-port", str(homedir.free_port()),
+        *extra,
         timeout=UP_TIMEOUT_S,
     )  # fmt: skip
     if result.returncode != 0:

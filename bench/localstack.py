@@ -1,0 +1,246 @@
+"""An isolated embedded local stack for the reliability, load and overhead benchmarks (and the fault test).
+
+``IsolatedStack`` starts ``omnireel local up`` with its own OMNIREEL_HOME (a temp dir), free ports and template
+parameter overrides, and always stops it (``omnireel local down``, then SIGKILL for anything left). It gives boto3
+clients for the local AWS, job submission through the HTTP API (``Idempotency-Key`` -> deterministic job ids) or the
+inbox bucket, the emulators' control API, the local stack's own fault-injection file, and ``EventCollector``: an SQS
+queue subscribed to the job-events topic (what ``omnireel events`` consumes), drained on a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+from botocore.config import Config
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
+
+from omnireel_local import home as homedir  # noqa: E402
+
+UP_TIMEOUT_S = 120
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "omnireel"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+
+
+class IsolatedStack:
+    def __init__(self, parameters: dict[str, str] | None = None, name: str = "bench", keep_home: bool = False):
+        self.parameters = parameters or {}
+        self.home = Path(tempfile.mkdtemp(prefix=f"omnireel-{name}-"))
+        self.keep_home = keep_home
+        self.env = {**os.environ, "OMNIREEL_HOME": str(self.home)}
+        for var in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "OMNIREEL_LOCAL_FAULTS"):
+            self.env.pop(var, None)
+        self.state: dict[str, Any] = {}
+        self.outputs: dict[str, str] = {}
+        self._clients: dict[str, Any] = {}
+        self.http = httpx.Client(timeout=30)
+
+    # ---------------------------------------------------------------- lifecycle
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*_cli(), *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def start(self) -> IsolatedStack:
+        argv = ["local", "up", "--moto-port", str(homedir.free_port()), "--api-port", str(homedir.free_port())]
+        for key, value in self.parameters.items():
+            argv += ["--parameter", f"{key}={value}"]
+        result = self.cli(*argv, timeout=UP_TIMEOUT_S)
+        if result.returncode != 0:
+            log = self.home / "logs" / "stack.log"
+            tail = log.read_text()[-3000:] if log.exists() else ""
+            self.stop()
+            raise RuntimeError(f"omnireel local up failed: {result.stderr}\n{tail}")
+        self.outputs = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+        self.state = json.loads((self.home / "state.json").read_text())
+        return self
+
+    def pids(self) -> list[int]:
+        try:
+            state = json.loads((self.home / "state.json").read_text())
+        except (OSError, ValueError):
+            return []
+        return [int(state["pid"]), *(int(p) for p in (state.get("child_pids") or {}).values())]
+
+    def stop(self) -> list[int]:
+        pids = self.pids()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.cli("local", "down", timeout=60)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(homedir.pid_alive(p) for p in pids):
+            time.sleep(0.2)
+        left = [p for p in pids if homedir.pid_alive(p)]
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.http.close()
+        if not self.keep_home:
+            shutil.rmtree(self.home, ignore_errors=True)
+        return left
+
+    def __enter__(self) -> IsolatedStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- AWS
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = boto3.client(
+                service,
+                endpoint_url=self.state["endpoint_url"],
+                region_name=self.state["region"],
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+                config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50),
+            )
+        return self._clients[service]
+
+    def output(self, name: str) -> str:
+        return self.state["outputs"][name]
+
+    def function_name(self, logical: str) -> str:
+        names = [f["FunctionName"] for f in self.client("lambda").list_functions()["Functions"]]
+        return next(n for n in names if logical in n)
+
+    def update_function(self, logical: str, **changes: Any) -> None:
+        """UpdateFunctionConfiguration through the local Lambda API (the runner applies it to new workers)."""
+        self.client("lambda").update_function_configuration(FunctionName=self.function_name(logical), **changes)
+
+    def function_env(self, logical: str) -> dict[str, str]:
+        config = self.client("lambda").get_function_configuration(FunctionName=self.function_name(logical))
+        return dict(config.get("Environment", {}).get("Variables", {}))
+
+    # ---------------------------------------------------------------- faults
+    def emulator_url(self, kind: str) -> str:
+        return self.outputs[f"OMNIREEL_EMULATOR_{'IMAGE' if kind == 'images' else 'VIDEO'}_MODEL_URL"]
+
+    def emulator(self, kind: str, patch: dict[str, Any]) -> dict[str, Any]:
+        response = self.http.put(f"{self.emulator_url(kind)}/_emulator/config", json=patch)
+        response.raise_for_status()
+        return response.json()
+
+    def emulator_stats(self, kind: str, reset: bool = False) -> dict[str, Any]:
+        url = f"{self.emulator_url(kind)}/_emulator/stats"
+        response = self.http.delete(url) if reset else self.http.get(url)
+        return response.json()
+
+    def platform_faults(self, config: dict[str, Any]) -> None:
+        """The local stack's own fault hooks (omnireel_local/fault_injection.py), effective on the next event."""
+        path = self.home / "fault-injection.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config))
+        tmp.replace(path)
+        stamp = time.time_ns()  # a distinct mtime for every write, even within one filesystem tick
+        os.utime(path, ns=(stamp, stamp))
+
+    def injected(self) -> list[dict[str, Any]]:
+        path = self.home / "fault-injection.log.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    # ---------------------------------------------------------------- jobs
+    def submit(self, request: dict[str, Any], key: str | None = None) -> str:
+        headers = {"Idempotency-Key": key} if key else {}
+        for attempt in range(5):
+            response = self.http.post(f"{self.state['api_url']}/jobs", json=request, headers=headers)
+            if response.status_code == 202:
+                return response.json()["job_id"]
+            if response.status_code < 500 or attempt == 4:
+                raise RuntimeError(f"submit: HTTP {response.status_code}: {response.text[:300]}")
+            time.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def drop(self, request: dict[str, Any], name: str, timeout: float = 30) -> str:
+        bucket = self.output("InboxBucketName")
+        key = f"prompts/{name}.json"
+        s3 = self.client("s3")
+        s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(request).encode(), ContentType="application/json")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])}
+            if "omnireel-job-id" in tags:
+                return tags["omnireel-job-id"]
+            time.sleep(0.2)
+        raise TimeoutError(f"s3://{bucket}/{key} was not picked up within {timeout:.0f} s")
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        response = self.http.get(f"{self.state['api_url']}/jobs/{job_id}")
+        response.raise_for_status()
+        return response.json()
+
+
+@dataclass
+class Received:
+    at: float  # time.time() when our subscriber received it
+    event: dict[str, Any]
+    message_id: str
+
+
+@dataclass
+class EventCollector:
+    """Job events as a subscriber receives them: an SQS queue subscribed to the job-events topic."""
+
+    stack: IsolatedStack
+    received: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        sqs, sns = self.stack.client("sqs"), self.stack.client("sns")
+        self.url = sqs.create_queue(QueueName=f"bench-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=self.stack.output("JobEventsTopicArn"), Protocol="sqs", Endpoint=arn)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="events", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        sqs = self.stack.client("sqs")
+        while not self._stop.is_set():
+            try:
+                messages = sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+                    "Messages", []
+                )
+            except Exception:
+                time.sleep(0.2)
+                continue
+            now = time.time()
+            for message in messages:
+                body = json.loads(message["Body"])
+                event = json.loads(body["Message"]) if body.get("Type") == "Notification" else body
+                with self._lock:
+                    self.received.append(Received(now, event, body.get("MessageId", message["MessageId"])))
+                sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+
+    def terminal(self, job_id: str) -> list[Received]:
+        with self._lock:
+            return [r for r in self.received if r.event.get("job_id") == job_id]
+
+    def terminal_ids(self) -> set[str]:
+        with self._lock:
+            return {r.event.get("job_id") for r in self.received}
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

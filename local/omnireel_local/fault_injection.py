@@ -1,0 +1,147 @@
+"""Fault injection in the local stack itself (not in the container emulator). OFF by default; test/bench use only.
+
+The container emulator injects model faults (``PUT <emulator>/_emulator/config``). The faults below are the
+*platform's*: what SNS, S3 and Lambda can do to the pipeline in AWS and the emulator cannot show.
+
+- ``sns_drop_rate``: the SageMaker hosting shim writes the async output / failure object but never publishes the
+  success/error notification (a lost SNS message). The state machine must reconcile from S3 after the callback's
+  heartbeat/timeout.
+- ``sns_duplicate_rate``: the shim publishes the notification twice (SNS is at-least-once).
+- ``s3_event_duplicate_rate``: an S3 -> Lambda ObjectCreated event is delivered twice, byte-identical.
+- ``request_ttl_cap_s``: the shim caps every async request's ``RequestTTLSeconds`` at this many seconds (SageMaker's
+  minimum is 60 s, and the pipeline's settings enforce it), so "expired in the queue" can be provoked in seconds.
+- ``lambda_crash``: ``{"<function name substring>": {"rate": 0.2, "after_s": 0.05}}``: the Lambda runner sends the
+  event to the worker, lets it run ``after_s`` seconds, then SIGKILLs it; the invocation fails with
+  ``Runtime.ExitError`` whether or not the handler had finished (side effects may or may not have happened).
+
+Configuration (JSON object with the keys above plus ``seed``): the environment variable ``OMNIREEL_LOCAL_FAULTS`` of
+the stack process at start, replaced at runtime by ``<OMNIREEL_HOME>/fault-injection.json`` whenever that file
+changes (write it atomically; delete it or write ``{}`` to turn everything off). Decisions are deterministic: a hash of
+(seed, fault kind, key, how many times this key was seen), where the key is the inference id, the S3 bucket/key, or
+the function name + event payload; so the same jobs get the same faults whatever the timing. Every injected fault is
+appended to ``<OMNIREEL_HOME>/fault-injection.log.jsonl`` (``{"t": epoch, "kind", "key", ...}``) for reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("omnireel_local.faults")
+
+ENV = "OMNIREEL_LOCAL_FAULTS"
+CONFIG_FILE = "fault-injection.json"
+LOG_FILE = "fault-injection.log.jsonl"
+
+_lock = threading.Lock()
+_home: Path | None = None
+_base: dict[str, Any] = {}
+_config: dict[str, Any] = {}
+_mtime: float | None = None
+_seen: Counter[str] = Counter()
+
+
+def configure(home: Path) -> None:
+    """Called once by the stack supervisor: where the runtime config file and the injection log live."""
+    global _home, _base, _config
+    _home = home
+    raw = os.environ.get(ENV)
+    _base = json.loads(raw) if raw else {}
+    _config = dict(_base)
+    if _base:
+        log.warning("fault injection ON from %s: %s", ENV, _base)
+
+
+def _current() -> dict[str, Any]:
+    global _config, _mtime
+    if _home is None:
+        return _config
+    path = _home / CONFIG_FILE
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        mtime = None
+    if mtime != _mtime:
+        with _lock:
+            _mtime = mtime
+            try:
+                _config = {**_base, **json.loads(path.read_text())} if mtime is not None else dict(_base)
+            except (OSError, ValueError):
+                log.exception("unreadable %s; fault injection unchanged", path)
+            _seen.clear()
+            if _config:
+                log.warning("fault injection config: %s", _config)
+    return _config
+
+
+def _draw(config: dict[str, Any], kind: str, key: str) -> float:
+    with _lock:
+        _seen[f"{kind}|{key}"] += 1
+        nth = _seen[f"{kind}|{key}"]
+    digest = hashlib.sha256(f"{config.get('seed', 0)}|{kind}|{key}|{nth}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def record(kind: str, key: str, **extra: Any) -> None:
+    log.warning("fault injected: %s %s %s", kind, key, extra or "")
+    if _home is None:
+        return
+    line = json.dumps({"t": time.time(), "kind": kind, "key": key, **extra})
+    with _lock, open(_home / LOG_FILE, "a") as out:
+        out.write(line + "\n")
+
+
+def notification(inference_id: str, status: str) -> str | None:
+    """SageMaker async notification: "drop", "duplicate" or None (publish normally)."""
+    config = _current()
+    drop, dup = float(config.get("sns_drop_rate", 0)), float(config.get("sns_duplicate_rate", 0))
+    if not (drop or dup):
+        return None
+    value = _draw(config, "sns", inference_id)
+    if value < drop:
+        record("sns_drop", inference_id, status=status)
+        return "drop"
+    if value < drop + dup:
+        record("sns_duplicate", inference_id, status=status)
+        return "duplicate"
+    return None
+
+
+def request_ttl(ttl_s: float) -> float:
+    cap = _current().get("request_ttl_cap_s")
+    if cap is not None and float(cap) < ttl_s:
+        return float(cap)
+    return ttl_s
+
+
+def duplicate_s3_event(key: str) -> bool:
+    config = _current()
+    rate = float(config.get("s3_event_duplicate_rate", 0))
+    if rate and _draw(config, "s3", key) < rate:
+        record("s3_event_duplicate", key)
+        return True
+    return False
+
+
+def lambda_crash(function_name: str, payload: str) -> float | None:
+    """Seconds to let the invocation run before killing its worker, or None (no crash)."""
+    config = _current()
+    for pattern, spec in (config.get("lambda_crash") or {}).items():
+        if pattern.lower() in function_name.lower():
+            key = f"{function_name}|{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
+            if _draw(config, "lambda", key) < float(spec.get("rate", 0)):
+                after = float(spec.get("after_s", 0.05))
+                job = ""
+                with contextlib.suppress(ValueError, AttributeError):
+                    job = json.loads(payload).get("job_id", "")
+                record("lambda_crash", function_name, job_id=job, after_s=after)
+                return after
+    return None

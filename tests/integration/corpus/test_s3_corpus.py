@@ -1,0 +1,112 @@
+"""S3 drops against the bad-input corpus (tests/corpus/s3/cases.json): one test per case.
+
+Each case is delivered twice (S3 delivers at least once). Expected: an accepted job (exactly one execution, the
+second delivery a duplicate) or a rejection with exactly one ``job.failed`` event carrying the reason; the object
+is tagged with the outcome. Never a crash, never silence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+from urllib.parse import quote_plus
+
+import pytest
+
+from tests.corpus.loader import CORPUS, expand, params
+from tests.integration.pipeline.harness import REGION, Context
+
+_EVENTS: list[dict[str, Any]] = []  # job events received so far (the queue is shared by the module's cases)
+
+
+def _content(case: dict[str, Any]) -> bytes:
+    if "file" in case:
+        return (CORPUS / "s3" / "files" / case["file"]).read_bytes()
+    return expand(case["content"]).encode()
+
+
+def _event(pipeline, case: dict[str, Any], key: str, body: bytes) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": REGION,
+                "eventTime": "2026-11-29T12:00:00.000Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": "prompts",
+                    "bucket": {"name": pipeline.inbox_bucket, "arn": f"arn:aws:s3:::{pipeline.inbox_bucket}"},
+                    "object": {
+                        "key": quote_plus(key, safe="/"),  # S3 URL-encodes keys in events (space -> '+')
+                        "size": case.get("event_size", len(body)),
+                        "eTag": hashlib.md5(body).hexdigest(),  # noqa: S324 - an ETag, not security
+                        "sequencer": hashlib.sha256(case["id"].encode()).hexdigest()[:16].upper(),
+                    },
+                },
+            }
+        ]
+    }
+
+
+def _events_for(pipeline, job_id: str, timeout: float) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        messages = pipeline.sqs.receive_message(
+            QueueUrl=pipeline.events_queue, MaxNumberOfMessages=10, WaitTimeSeconds=0
+        ).get("Messages", [])
+        for message in messages:
+            _EVENTS.append(json.loads(json.loads(message["Body"])["Message"]))
+            pipeline.sqs.delete_message(QueueUrl=pipeline.events_queue, ReceiptHandle=message["ReceiptHandle"])
+        mine = [e for e in _EVENTS if e.get("job_id") == job_id]
+        if (mine and not messages) or time.monotonic() > deadline:
+            return mine
+        if not messages:
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("case", params("s3"))
+def test_s3_case(corpus_pipeline, case: dict[str, Any]) -> None:
+    pipeline = corpus_pipeline
+    expect = case["expect"]
+    key = expand(case["key"])
+    body = _content(case)
+    if case.get("put", True):
+        pipeline.s3.put_object(Bucket=pipeline.inbox_bucket, Key=key, Body=body)
+    event = _event(pipeline, case, key, body)
+
+    t0 = time.monotonic()
+    first = pipeline.handlers["inbox"].handler(event, Context("inbox"))["results"]
+    again = pipeline.handlers["inbox"].handler(event, Context("inbox"))["results"]  # a duplicate delivery
+    assert time.monotonic() - t0 < 10, "the inbox function took too long"
+    [result] = first
+    [second] = again
+    assert result["key"] == key
+    assert result["status"] == expect["status"], result
+    assert second["job_id"] == result["job_id"], "the same drop delivered twice must be one job"
+    job_id = result["job_id"]
+    runs = [e for e in pipeline.executions() if e["name"] == job_id]
+    job = pipeline.ddb.get_item(TableName=pipeline.table, Key={"job_id": {"S": job_id}})["Item"]
+
+    if expect["status"] == "accepted":
+        assert second["status"] == "duplicate"
+        assert len(runs) == 1
+        assert job["source"]["S"] == f"s3://{pipeline.inbox_bucket}/{key}"
+        failed = [e for e in _events_for(pipeline, job_id, timeout=0) if e["event_type"] == "job.failed"]
+        assert failed == [] or failed[0]["error"]["stage"] != "accept", "an accepted drop was reported as rejected"
+    else:
+        assert second["status"] == "rejected"
+        assert expect["reason"] in result["reason"], result["reason"]
+        assert runs == [], "a rejected drop must not start an execution"
+        events = _events_for(pipeline, job_id, timeout=10)
+        assert [e["event_type"] for e in events] == ["job.failed"], "exactly one job.failed per rejected drop"
+        assert events[0]["error"]["stage"] == "accept" and expect["reason"] in events[0]["error"]["message"]
+        assert events[0]["source"] == f"s3://{pipeline.inbox_bucket}/{key}"
+        assert job["status"]["S"] == "failed"
+    if case.get("put", True):
+        tags = pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key=key)["TagSet"]
+        assert {"Key": "omnireel-job-id", "Value": job_id} in tags
+        assert {"Key": "omnireel-status", "Value": expect["status"]} in tags
