@@ -4,10 +4,11 @@ An ``Idempotency-Key`` header makes retries return the same job: the job id is d
 caller's identity and the key, and a reused key with a different body is a 409.
 """
 
+import base64
+import json
 import re
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -46,7 +47,9 @@ def create_job() -> Response:
     key = app.current_event.headers.get("idempotency-key")
     if key is not None and not _IDEMPOTENCY_KEY.match(key):
         return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
-    body = app.current_event.decoded_body if app.current_event.is_base64_encoded else app.current_event.body
+    body = app.current_event.body
+    if body and app.current_event.is_base64_encoded:
+        body = base64.b64decode(body)  # bytes: parse_job_request_json reports invalid UTF-8 as a 400
     if not body:
         return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
     try:
@@ -72,11 +75,11 @@ def create_job() -> Response:
 @tracer.capture_method
 def get_job(job_id: str) -> Response:
     if not _JOB_ID.match(job_id):
-        raise NotFoundError(f"no job with id {job_id}")
+        return _error(404, "JobNotFound", f"no job with id {job_id[:64]}")
     try:
         job = jobs.get(job_id)
     except JobNotFound as exc:
-        raise NotFoundError(exc.message) from exc
+        return _error(404, "JobNotFound", exc.message)
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
 
 
@@ -85,13 +88,12 @@ def not_found(exc: Exception) -> Response:
     return _error(404, "NotFound", str(exc) or "no such route")
 
 
-@app.exception_handler(NotFoundError)
-def job_not_found(exc: NotFoundError) -> Response:
-    return _error(404, "JobNotFound", exc.msg)
-
-
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
+    # API Gateway (AWS_IAM) always sets the caller; without it, refuse rather than scope jobs to "anonymous".
+    if not ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam"):
+        body = {"error": {"code": "MissingIdentity", "message": "the request has no IAM identity (sign it with SigV4)"}}
+        return {"statusCode": 403, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
     return app.resolve(event, context)

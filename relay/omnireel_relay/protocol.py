@@ -66,6 +66,8 @@ def parse_client_event(raw: str) -> ClientEvent:
         obj = json.loads(raw)
     except ValueError as exc:
         raise ProtocolError("invalid_json", f"message is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ProtocolError("invalid_json", "message is not valid JSON: nested too deeply") from None
     if not isinstance(obj, dict):
         raise ProtocolError("invalid_event", "message must be a JSON object")
     try:

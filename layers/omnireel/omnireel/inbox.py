@@ -27,7 +27,7 @@ MAX_FILE_BYTES = 64 * 1024
 class InboxOutcome:
     key: str
     job_id: str
-    status: str  # accepted | rejected | duplicate
+    status: str  # accepted | rejected | duplicate | ignored (folder markers)
     reason: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
@@ -42,7 +42,7 @@ def parse_inbox_file(key: str, data: bytes, default_video_steps: int | None = No
     if not data.strip():
         raise InvalidRequest("the file is empty")
     if lowered.endswith(".json"):
-        return parse_job_request_json(data, default_video_steps=default_video_steps)
+        return parse_job_request_json(data.removeprefix(b"\xef\xbb\xbf"), default_video_steps=default_video_steps)
     if lowered.endswith(".txt"):
         try:
             text = data.decode("utf-8-sig")
@@ -67,6 +67,10 @@ def accept_inbox_object(
     default_video_steps: int | None = None,
 ) -> InboxOutcome:
     key = unquote_plus(key)
+    if key.endswith("/") and not size:
+        # A "folder" the S3 console creates (a 0-byte key ending in /) is not a submission.
+        logger.info("inbox folder marker ignored", extra={"key": key})
+        return InboxOutcome(key, "", "ignored", "a folder marker, not a file")
     source = f"s3://{bucket}/{key}"
     natural_key = f"inbox:{source}#{sequencer}"
     try:

@@ -25,7 +25,7 @@ class ImageOptions(BaseModel):
     @field_validator("size")
     @classmethod
     def _check_size(cls, value: str) -> str:
-        match = _SIZE.match(value)
+        match = _SIZE.fullmatch(value)
         if not match:
             raise ValueError("must look like 1024x1024")
         width, height = int(match[1]), int(match[2])
@@ -73,7 +73,7 @@ class JobRequest(BaseModel):
     prompt: Prompt
     negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = None
     seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
-    guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0)
+    guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0, allow_inf_nan=False)
     image: ImageOptions = Field(default_factory=ImageOptions)
     video: VideoOptions = Field(default_factory=VideoOptions)
 
@@ -116,7 +116,7 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
         if isinstance(video, dict) and "num_inference_steps" not in video:
             data = {**data, "video": {**video, "num_inference_steps": default_video_steps}}
     try:
-        return JobRequest.model_validate(data)
+        return JobRequest.model_validate(data, strict=True)
     except ValidationError as exc:
         raise InvalidRequest(_describe(exc)) from exc
 
@@ -132,4 +132,6 @@ def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None 
         data = json.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"the request is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
     return parse_job_request(data, default_video_steps=default_video_steps)

@@ -87,6 +87,10 @@ def test_s3_case(corpus_pipeline, case: dict[str, Any]) -> None:
     assert result["key"] == key
     assert result["status"] == expect["status"], result
     assert second["job_id"] == result["job_id"], "the same drop delivered twice must be one job"
+    if expect["status"] == "ignored":  # folder markers: no job, no event, no tag
+        assert second["status"] == "ignored" and result["job_id"] == "" and expect["reason"] in result["reason"]
+        assert pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key=key)["TagSet"] == []
+        return
     job_id = result["job_id"]
     runs = [e for e in pipeline.executions() if e["name"] == job_id]
     job = pipeline.ddb.get_item(TableName=pipeline.table, Key={"job_id": {"S": job_id}})["Item"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
+from omnireel.errors import InvalidRequest
 
 
 class InboxStore:
@@ -18,6 +19,8 @@ class InboxStore:
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "InvalidRange":  # an empty object has no byte 0
                 return b""
+            if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                raise InvalidRequest("the file no longer exists (deleted before it could be read)") from None
             raise
         return response["Body"].read()
 
