@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -62,6 +63,15 @@ class VideoOptions(BaseModel):
         return value
 
 
+_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
 
 
@@ -80,11 +90,15 @@ class JobRequest(BaseModel):
     @field_validator("prompt")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        # Blank includes invisible-only text (zero-width spaces, BOMs, control characters).
+        if all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value):
             raise ValueError("must not be blank")
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        return value
+        return _no_nul(value)
+
+    @field_validator("negative_prompt")
+    @classmethod
+    def _negative_no_nul(cls, value: str | None) -> str | None:
+        return None if value is None else _no_nul(value)
 
     @model_validator(mode="before")
     @classmethod

@@ -84,3 +84,16 @@ def test_profile_default_for_video_steps_applies_only_when_unset():
     assert explicit.video.num_inference_steps == 12
     assert parse_job_request_json('{"prompt": "p"}', default_video_steps=4).video.num_inference_steps == 4
     assert parse_job_request({"prompt": "p"}).video.num_inference_steps == 30
+
+
+@pytest.mark.parametrize("prompt", ["\u200b", "\ufeff \u200b\u2060", "\x00", "\t\r\n"])
+def test_invisible_only_prompts_are_blank(prompt):
+    with pytest.raises(InvalidRequest, match="prompt: must not be blank"):
+        parse_job_request({"prompt": prompt})
+
+
+def test_nul_characters_are_rejected_in_both_prompts():
+    with pytest.raises(InvalidRequest, match="prompt: must not contain NUL"):
+        parse_job_request({"prompt": "a\x00b"})
+    with pytest.raises(InvalidRequest, match="negative_prompt: must not contain NUL"):
+        parse_job_request({"prompt": "ok", "negative_prompt": "x\x00"})
