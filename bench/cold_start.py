@@ -11,10 +11,10 @@ and patches the X-Ray SDK as it does with ``Tracing: Active``), every variable t
 value, and AWS_ENDPOINT_URL / AWS_XRAY_DAEMON_ADDRESS point at 127.0.0.1:9, so nothing reaches a network.
 
 Two bytecode conditions:
-* ``no .pyc`` - as deployed today: ``sam build`` puts no ``__pycache__`` in the layer and /opt is read-only,
-  so every cold start compiles every module from source (simulated with an empty PYTHONPYCACHEPREFIX and
+* ``no .pyc`` - a layer built with SAM's ``BuildMethod: python3.13`` (no ``__pycache__``; /opt is read-only, so
+  every cold start compiles every module from source; simulated with an empty PYTHONPYCACHEPREFIX and
   PYTHONDONTWRITEBYTECODE=1);
-* ``with .pyc`` - bytecode present and valid (a layer shipped with compiled .pyc files).
+* ``with .pyc`` - bytecode present and valid: what we ship (layers/omnireel/Makefile runs compileall).
 
 Package size: the zip (deflate) of .aws-sam/build/DomainLayer and of each function's build directory, as
 ``sam build`` produced them (``make build`` is run if they are missing).
@@ -225,8 +225,9 @@ function and condition, alternating). Machine: {machine()}. Date: {today()}. Run
 
 Import time of `functions/<name>/handler.py` (module-level work included; interpreter start-up excluded), Lambda-like
 environment (Tracer enabled, so the X-Ray SDK is imported and patches botocore), nothing reaches a network.
-"no .pyc" is how `sam build` ships the layer today ({layer_files:,} files, {layer_pyc} `.pyc`; /opt is read-only, so
-Python compiles every module at every cold start); "with .pyc" is the same code with valid bytecode.
+"with .pyc" is what we ship: `layers/omnireel/Makefile` (`BuildMethod: makefile`) precompiles the layer
+({layer_files:,} files, {layer_pyc} `.pyc`). "no .pyc" is the same code as SAM's `BuildMethod: python3.13` would ship
+it: no bytecode, and /opt is read-only, so Python would compile every module at every cold start.
 
 | function | no .pyc p50 ms | p90 | target | with .pyc p50 ms | p90 | target | function zip bytes | layer+function zip |
 |---|---|---|---|---|---|---|---|---|

@@ -17,10 +17,12 @@ import argparse
 import random
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "layers" / "omnireel")]
@@ -65,23 +67,30 @@ def main(argv: list[str] | None = None) -> int:
         submitted: dict[str, float] = {}
         t_start = time.time()
 
-        def submit(request: dict) -> None:
-            job_id = stack.submit(request)
+        def submit(item: tuple[int, dict]) -> None:
+            job_id = stack.submit(item[1], key=f"load-{args.seed}-{item[0]}")
             submitted[job_id] = time.time()
 
         with ThreadPoolExecutor(max_workers=16) as pool:
-            list(pool.map(submit, requests))
+            list(pool.map(submit, enumerate(requests)))
         t_submitted = time.time()
         deadline = time.monotonic() + args.timeout
         while time.monotonic() < deadline and len(set(submitted) & events.terminal_ids()) < len(submitted):
             time.sleep(0.5)
         time.sleep(2)
         events.close()
-        received = {r.event["job_id"]: r for r in events.received if r.event["job_id"] in submitted}
+        all_events = list(events.received)
+        received: dict[str, Any] = {}
+        for r in all_events:
+            if r.event["job_id"] in submitted:
+                received.setdefault(r.event["job_id"], r)
         records = {job_id: stack.job(job_id) for job_id in received}
+        retries = stack.transport_retries
     finally:
         stack.stop()
 
+    per_job = Counter(r.event["job_id"] for r in all_events if r.event["job_id"] in submitted)
+    duplicates = sum(1 for n in per_job.values() if n > 1)
     ok = [j for j, r in received.items() if r.event["status"] == "succeeded"]
     lost = len(submitted) - len(received)
     t_end = max(received[j].at for j in received) if received else time.time()
@@ -132,10 +141,11 @@ Model times: the AWS sample's image 4.7 s : video 8.9 s x {args.scale:g}; measur
 same requests (direct calls, median of 5): image {model_image:.3f} s, video {model_video:.3f} s (includes \
 the emulator's real PNG / H.264 work). Video endpoint: {args.video_concurrency} concurrent invocations (1 instance), \
 so its capacity is {video_capacity:.1f} jobs/s; image endpoint unbounded. {args.jobs} jobs (512x512 image, \
-9-frame 320x192 video) submitted at once through the HTTP API in {t_submitted - t_start:.1f} s (16 client threads).
+9-frame 320x192 video) submitted at once through the HTTP API in {t_submitted - t_start:.1f} s (16 client threads, \
+`Idempotency-Key` per job; {retries} submissions retried after the local front door reset the connection).
 
 - succeeded: **{len(ok)}** / {len(submitted)}; failed: {len(received) - len(ok)}; lost (no terminal event within \
-{args.timeout:.0f} s): {lost}
+{args.timeout:.0f} s): {lost}; jobs with more than one terminal event: {duplicates}
 - throughput: **{len(ok) / wall:.2f} jobs/s** (first submit -> last event, {wall:.1f} s); video endpoint bound \
 {video_capacity:.1f} jobs/s
 

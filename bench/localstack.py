@@ -53,6 +53,7 @@ class IsolatedStack:
         self.outputs: dict[str, str] = {}
         self._clients: dict[str, Any] = {}
         self.http = httpx.Client(timeout=30)
+        self.transport_retries = 0  # submissions retried (same Idempotency-Key) after a connection reset
 
     # ---------------------------------------------------------------- lifecycle
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -164,7 +165,14 @@ class IsolatedStack:
     def submit(self, request: dict[str, Any], key: str | None = None) -> str:
         headers = {"Idempotency-Key": key} if key else {}
         for attempt in range(5):
-            response = self.http.post(f"{self.state['api_url']}/jobs", json=request, headers=headers)
+            try:
+                response = self.http.post(f"{self.state['api_url']}/jobs", json=request, headers=headers)
+            except httpx.TransportError:  # the local front door resets connections when its accept backlog is full
+                if not key or attempt == 4:
+                    raise
+                self.transport_retries += 1
+                time.sleep(0.2 * (attempt + 1))
+                continue
             if response.status_code == 202:
                 return response.json()["job_id"]
             if response.status_code < 500 or attempt == 4:

@@ -49,12 +49,13 @@ def test_every_fault_type_was_injected(result: RunResult) -> None:
 
 
 def test_expected_failure_reasons(result: RunResult) -> None:
-    codes = Counter()
+    codes: Counter[tuple[str, str, str]] = Counter()
     for job_id, record in result.records.items():
         if record.get("error"):
             codes[(result.jobs[job_id].phase, record["error"]["stage"], record["error"]["code"])] += 1
-    assert any(p == "video_error" and c == "VideoRenderFailed" for p, _, c in codes), codes
-    assert any(p == "queue_expiry" and c == "VideoExpired" for p, _, c in codes), codes
+    assert any(s == "render_video" and c == "VideoRenderFailed" for _, s, c in codes), codes  # via the error topic
+    assert any(p == "queue_expiry" and c == "VideoRequestExpired" for p, _, c in codes), codes
+    assert any(p == "malformed_image" and c == "MalformedModelOutput" for p, _, c in codes), codes
     # A duplicate S3 event never starts a second job: one job per dropped file.
     sources = Counter(result.records[j.job_id]["source"] for j in result.by_phase("s3_duplicate"))
     assert all(n == 1 for n in sources.values()), sources

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import time
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -41,8 +41,12 @@ def _from_item(item: dict[str, Any]) -> Job:
 
 class JobStore:
     def __init__(self, table_name: str, ttl_days: int = 30):
-        self._table = table(table_name)
+        self._table_name = table_name
         self._ttl_seconds = ttl_days * 86400
+
+    @cached_property
+    def _table(self):  # created on first use: loading the resource model costs ~70 ms of cold start
+        return table(self._table_name)
 
     def create(self, job: Job) -> tuple[Job, bool]:
         """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
@@ -150,7 +154,3 @@ class JobStore:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
             raise
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
