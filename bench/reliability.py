@@ -205,9 +205,13 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     if not events:
         bad("lost", f"no terminal event; record status {record['status']}")
         return problems, record
-    if len(events) > 1:
-        ids = sorted({e.event["event_id"] for e in events})
-        bad("duplicate_event", f"{len(events)} terminal events ({len(ids)} distinct event_id)")
+    # SNS delivery is at-least-once: the contract is one terminal event per job *per event_id*; consumers
+    # de-duplicate redeliveries on event_id. Two different event_ids, or copies that differ, break the invariant.
+    ids = {e.event["event_id"] for e in events}
+    if len(ids) > 1:
+        bad("duplicate_event", f"{len(events)} terminal events with {len(ids)} distinct event_ids")
+    elif len({json.dumps({k: v for k, v in e.event.items() if k != "artifacts"}, sort_keys=True) for e in events}) > 1:
+        bad("inconsistent_redelivery", f"{len(events)} deliveries of {ids.pop()} differ")
     event = events[0].event
     if event["status"] != record["status"]:
         bad("status_mismatch", f"event {event['status']} vs record {record['status']}")
@@ -400,7 +404,11 @@ def report(result: RunResult, command: str) -> str:
         else:
             outcome_by_phase[job.phase]["lost"] += 1
     lost = [j for j in result.jobs if j not in first]
-    duplicates = [j for j in result.jobs if count[j] > 1]
+    distinct: dict[str, set[str]] = defaultdict(set)
+    for received in result.events:
+        distinct[received.event.get("job_id")].add(received.event.get("event_id"))
+    duplicates = [j for j in result.jobs if len(distinct[j]) > 1]
+    redelivered = [j for j in result.jobs if count[j] > 1 and len(distinct[j]) == 1]
 
     injected: Counter[str] = Counter()
     for kinds in result.emulator_outcomes.values():
@@ -429,7 +437,7 @@ def report(result: RunResult, command: str) -> str:
                 o["succeeded"],
                 o["failed"],
                 o["lost"],
-                sum(1 for j in ids if count[j] > 1),
+                sum(1 for j in ids if count[j] > 1),  # deliveries, incl. same-event_id redeliveries
                 _pcts(lat),
                 f"{seconds:.0f}",
                 ", ".join(f"{k} x{v}" for k, v in codes[name].most_common()) or "-",
@@ -452,7 +460,9 @@ def report(result: RunResult, command: str) -> str:
         "",
         f"- jobs accepted: **{len(result.jobs)}**",
         f"- lost jobs (no terminal event): **{len(lost)}**",
-        f"- jobs with duplicate terminal events: **{len(duplicates)}**",
+        f"- jobs with more than one terminal event (distinct `event_id`s): **{len(duplicates)}**",
+        f"- jobs whose one terminal event was delivered more than once (same `event_id`; consumers de-duplicate): "
+        f"**{len(redelivered)}**",
         f"- invariant violations: **{len(result.violations)}**"
         + (f" ({', '.join(f'{k} x{v}' for k, v in kinds.most_common())})" if kinds else ""),
         "",

@@ -43,6 +43,11 @@ def _compile(path: str) -> re.Pattern[str]:
     return re.compile(f"^{pattern}$")
 
 
+class _FrontDoorServer(ThreadingHTTPServer):
+    # socketserver's default listen backlog (5) resets bursts of concurrent clients.
+    request_queue_size = 128
+
+
 class FrontDoor:
     def __init__(self, routes: list[Route], moto_endpoint: str, region: str, account_id: str, api_id: str = "local"):
         self.routes = [(route, _compile(route.path)) for route in routes]
@@ -195,7 +200,7 @@ class FrontDoor:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("front door: " + format, *args)
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server = _FrontDoorServer((host, port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="front-door", daemon=True).start()
         return self._server

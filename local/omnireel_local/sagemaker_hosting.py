@@ -87,6 +87,16 @@ class _AsyncRequest:
     request_ttl_s: float
     received_at: str
     received_monotonic: float = field(default_factory=time.monotonic)
+    state: str = "queued"  # queued -> running | expired (guarded by lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def claim(self, state: str) -> bool:
+        """Move a queued request to ``state``; False if a worker or the TTL timer got there first."""
+        with self.lock:
+            if self.state != "queued":
+                return False
+            self.state = state
+            return True
 
 
 class SageMakerHosting:
@@ -233,6 +243,10 @@ class SageMakerHosting:
             received_at=_now(),
         )
         self._queue_for(endpoint).put(request)
+        # Expire at the TTL, not when a worker frees up: the Expired notification is timely even behind a long render.
+        expiry = threading.Timer(request.request_ttl_s, self._expire, args=(request,))
+        expiry.daemon = True
+        expiry.start()
         log.info("InvokeEndpointAsync %s: queued %s (input %s)", name, inference_id, input_location)
         return (
             202,
@@ -272,12 +286,16 @@ class SageMakerHosting:
             except Exception:
                 log.exception("async request %s crashed the local shim", request.inference_id)
 
-    def _process(self, request: _AsyncRequest) -> None:
-        waited = time.monotonic() - request.received_monotonic
-        if waited > request.request_ttl_s:
-            log.warning("async %s: expired after %.0f s in the queue", request.inference_id, waited)
-            self._notify(request, "Expired", failure_reason="Request expired: RequestTTLSeconds exceeded in queue")
+    def _expire(self, request: _AsyncRequest) -> None:
+        if self._closed.is_set() or not request.claim("expired"):
             return
+        waited = time.monotonic() - request.received_monotonic
+        log.warning("async %s: expired after %.1f s in the queue", request.inference_id, waited)
+        self._notify(request, "Expired", failure_reason="Request expired: RequestTTLSeconds exceeded in queue")
+
+    def _process(self, request: _AsyncRequest) -> None:
+        if not request.claim("running"):
+            return  # expired while queued (already notified)
         try:
             bucket, key = _split_s3(request.input_location)
             body = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()

@@ -17,9 +17,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.reliability, pytest.mark.timeout(240)
 
 SEED = 3
 JOBS_PER_PHASE = 3
-# Known pipeline bug (reported): a truncated MP4 from the video container passes omnireel.media.check_mp4 (it only
-# checks the ftyp signature and a 1 KiB minimum), so the job *succeeds* with a video.mp4 that does not decode.
-KNOWN_BUG_PHASES = {"malformed_video"}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +27,7 @@ def result() -> RunResult:
 def test_every_accepted_job_ends_in_exactly_one_terminal_event_that_matches_its_record(result: RunResult) -> None:
     assert len(result.jobs) >= 30
     assert not result.unfinished, f"jobs without a terminal event by the phase deadline: {result.unfinished}"
-    violations = [v for v in result.violations if v.get("phase") not in KNOWN_BUG_PHASES]
+    violations = result.violations
     assert not violations, "\n".join(f"{v['phase']} {v['job_id']}: {v['kind']}: {v['detail']}" for v in violations)
 
 
@@ -61,6 +58,6 @@ def test_expected_failure_reasons(result: RunResult) -> None:
     assert all(n == 1 for n in sources.values()), sources
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: truncated MP4 passes check_mp4 and the job succeeds")
 def test_truncated_mp4_never_yields_a_succeeded_job(result: RunResult) -> None:
-    assert not result.violations_in(KNOWN_BUG_PHASES)
+    # A succeeded job whose video.mp4 does not decode with PyAV is a violation (check_job decodes every video).
+    assert not result.violations_in({"malformed_video"})

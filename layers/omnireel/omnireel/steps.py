@@ -21,12 +21,17 @@ from omnireel.errors import (
     VideoTimedOut,
 )
 from omnireel.job import Job, JobStatus
-from omnireel.media import check_mp4, prepare_video_reference
+from omnireel.media import check_mp4_boxes, prepare_video_reference
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key, video_request_key
 from omnireel.video_request import build_video_request
+
+
+# Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry would
+# wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
+CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
 
 
 def image_request_body(request: JobRequest, model_id: str | None) -> dict[str, Any]:
@@ -117,12 +122,12 @@ def invoke_video(
 
 
 def finalize_video(job: Job, output_location: str, *, jobs: JobStore, artifacts: ArtifactStore) -> str:
-    """Check the async output is an MP4 and copy it to jobs/<id>/video.mp4 (idempotent)."""
+    """Check the async output is a whole MP4 and copy it to jobs/<id>/video.mp4 (idempotent)."""
     output = S3Uri.parse(output_location)
     size = artifacts.size(output)
     if size is None:
         raise MalformedModelOutput(f"the async output {output} does not exist")
-    check_mp4(artifacts.read(output, max_bytes=64), size)
+    check_mp4_boxes(lambda offset, length: artifacts.read_range(output, offset, length), size)
     uri = str(artifacts.copy(output, video_key(job.job_id), "video/mp4"))
     jobs.set_artifact(job.job_id, "video", uri)
     return uri
@@ -162,7 +167,7 @@ def complete_video(
             uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts)
         except (MalformedModelOutput, ValueError) as exc:
             error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
-            callbacks.fail(token, "VideoOutputInvalid", error.code, error.message)
+            callbacks.fail(token, error.code, error.code, error.message)
             return "failed"
         callbacks.succeed(token, {"job_id": job.job_id, "video": uri})
         return "succeeded"
@@ -170,7 +175,7 @@ def complete_video(
     location = notification.error_location or (job.async_invocation and job.async_invocation.failure_location)
     detail = notification.failure_reason or _failure_text(artifacts, location) or notification.invocation_status.value
     error = error_cls(f"the video endpoint reported {notification.invocation_status.value}: {detail}")
-    callbacks.fail(token, type(error).__name__, error.code, error.message)
+    callbacks.fail(token, error.code, error.code, error.message)
     return "failed"
 
 

@@ -220,3 +220,14 @@ def test_the_safety_net_adds_nothing_after_a_normal_failure(pipeline):
     result = pipeline.handlers["workflow_ended"].handler(workflow_ended_event(pipeline, job_id, "FAILED"), Context("w"))
     assert result["published"] is False
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.failed"]
+
+
+def test_a_crash_in_the_callback_step_is_retried_and_never_renders_twice(pipeline):
+    pipeline.crash_next["invoke_video"] = 1
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    assert "RuntimeError" in pipeline.history_errors(job_id)
+    assert len([c for c in pipeline.video_endpoint.calls if c["inference_id"] == job_id]) == 1

@@ -74,3 +74,39 @@ def test_check_mp4():
         check_mp4(b"<html>error</html>", 50_000)
     with pytest.raises(MalformedModelOutput, match="too small"):
         check_mp4(b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00", 100)
+
+
+def _mp4() -> bytes:
+    from tests.integration.pipeline.harness import tiny_mp4
+
+    return tiny_mp4()
+
+
+@pytest.mark.parametrize("cut", [lambda d: d[: len(d) // 3], lambda d: d[:-1], lambda d: d[:40]])
+def test_truncated_mp4_is_malformed(cut):
+    from omnireel.media import check_mp4_boxes
+
+    data = cut(_mp4())
+    with pytest.raises(MalformedModelOutput):
+        check_mp4_boxes(lambda offset, length: data[offset : offset + length], len(data))
+
+
+def test_whole_mp4_passes_the_box_walk_with_few_reads():
+    from omnireel.media import check_mp4_boxes
+
+    data, reads = _mp4(), []
+
+    def read_at(offset, length):
+        reads.append((offset, length))
+        return data[offset : offset + length]
+
+    check_mp4_boxes(read_at, len(data))
+    assert len(reads) <= 8 and all(length <= 16 for _, length in reads)
+
+
+def test_mp4_without_moov_is_malformed():
+    from omnireel.media import check_mp4_boxes
+
+    data = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + (2000).to_bytes(4, "big") + b"mdat" + b"\x00" * 1992
+    with pytest.raises(MalformedModelOutput, match="no moov box"):
+        check_mp4_boxes(lambda offset, length: data[offset : offset + length], len(data))

@@ -28,6 +28,11 @@ class ArtifactStore:
         kwargs = {"Range": f"bytes=0-{max_bytes - 1}"} if max_bytes else {}
         return self._s3.get_object(Bucket=uri.bucket, Key=uri.key, **kwargs)["Body"].read()
 
+    def read_range(self, uri: S3Uri, offset: int, length: int) -> bytes:
+        """Bytes ``offset .. offset+length-1`` (fewer at the end of the object)."""
+        response = self._s3.get_object(Bucket=uri.bucket, Key=uri.key, Range=f"bytes={offset}-{offset + length - 1}")
+        return response["Body"].read()
+
     def size(self, uri: S3Uri) -> int | None:
         """Object size in bytes, or None if it does not exist."""
         try:
