@@ -9,13 +9,12 @@ from __future__ import annotations
 import base64
 import json
 import time
-import uuid
 from typing import Any
 
 import pytest
 
 from tests.corpus.loader import expand, params
-from tests.integration.pipeline.harness import ACCOUNT, Context, load_template
+from tests.integration.pipeline.harness import Context, api_event, load_template
 
 CASE_SECONDS = 5.0
 
@@ -29,29 +28,10 @@ def _event(request: dict[str, Any]) -> dict[str, Any]:
         body, is_b64 = json.dumps(request["json"], ensure_ascii=False), False
     else:
         body, is_b64 = expand(request["body"]) if "body" in request else None, False
-    headers = {"content-type": "application/json"}
-    headers |= {k.lower(): expand(v) for k, v in request.get("headers", {}).items()}
-    context: dict[str, Any] = {
-        "accountId": ACCOUNT,
-        "apiId": "local",
-        "domainName": "localhost",
-        "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-        "requestId": str(uuid.uuid4()),
-        "routeKey": f"{method} {path}",
-        "stage": "$default",
-    }
-    if request.get("auth", True):
-        context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/corpus"}}
-    return {
-        "version": "2.0",
-        "routeKey": f"{method} {path}",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": context,
-        "body": body,
-        "isBase64Encoded": is_b64,
-    }
+    headers = {k: expand(v) for k, v in request.get("headers", {}).items()}
+    return api_event(
+        method, path, body, headers, is_base64=is_b64, caller="corpus" if request.get("auth", True) else None
+    )
 
 
 def _call(pipeline, request: dict[str, Any]) -> dict[str, Any]:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from urllib.parse import quote_plus
 import pytest
 
 from tests.corpus.loader import CORPUS, expand, params
-from tests.integration.pipeline.harness import REGION, Context
+from tests.integration.pipeline.harness import Context, s3_put_event
 
 _EVENTS: list[dict[str, Any]] = []  # job events received so far (the queue is shared by the module's cases)
 
@@ -28,28 +28,13 @@ def _content(case: dict[str, Any]) -> bytes:
 
 
 def _event(pipeline, case: dict[str, Any], key: str, body: bytes) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return {
-        "Records": [
-            {
-                "eventVersion": "2.1",
-                "eventSource": "aws:s3",
-                "awsRegion": REGION,
-                "eventTime": "2026-11-29T12:00:00.000Z",
-                "eventName": "ObjectCreated:Put",
-                "s3": {
-                    "s3SchemaVersion": "1.0",
-                    "configurationId": "prompts",
-                    "bucket": {"name": pipeline.inbox_bucket, "arn": f"arn:aws:s3:::{pipeline.inbox_bucket}"},
-                    "object": {
-                        "key": quote_plus(key, safe="/"),  # S3 URL-encodes keys in events (space -> '+')
-                        "size": case.get("event_size", len(body)),
-                        "eTag": hashlib.md5(body).hexdigest(),  # noqa: S324 - an ETag, not security
-                        "sequencer": hashlib.sha256(case["id"].encode()).hexdigest()[:16].upper(),
-                    },
-                },
-            }
-        ]
-    }
+    return s3_put_event(
+        pipeline.inbox_bucket,
+        quote_plus(key, safe="/"),  # S3 URL-encodes keys in events (space -> '+')
+        size=case.get("event_size", len(body)),
+        etag=hashlib.md5(body).hexdigest(),  # noqa: S324 - an ETag, not security
+        sequencer=hashlib.sha256(case["id"].encode()).hexdigest()[:16].upper(),
+    )
 
 
 def _events_for(pipeline, job_id: str, timeout: float) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]

@@ -243,48 +243,13 @@ class Pipeline:
     # ------------------------------------------------------------------ driving
     def api(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> dict:
         raw = body if isinstance(body, str) or body is None else json.dumps(body)
-        event = {
-            "version": "2.0",
-            "routeKey": f"{method} {path}",
-            "rawPath": path,
-            "rawQueryString": "",
-            "headers": {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}},
-            "requestContext": {
-                "accountId": ACCOUNT,
-                "apiId": "local",
-                "domainName": "localhost",
-                "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-                "requestId": str(uuid.uuid4()),
-                "routeKey": f"{method} {path}",
-                "stage": "$default",
-                "authorizer": {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/tester"}},
-            },
-            "body": raw,
-            "isBase64Encoded": False,
-        }
-        response = self.handlers["api"].handler(event, Context("api"))
+        response = self.handlers["api"].handler(api_event(method, path, raw, headers), Context("api"))
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 
     def s3_event(self, key: str, body: bytes, sequencer: str = "0A1B2C3D4E5F") -> dict:
         self.s3.put_object(Bucket=self.inbox_bucket, Key=key, Body=body)
-        return {
-            "Records": [
-                {
-                    "eventVersion": "2.1",
-                    "eventSource": "aws:s3",
-                    "awsRegion": REGION,
-                    "eventTime": "2026-11-29T12:00:00.000Z",
-                    "eventName": "ObjectCreated:Put",
-                    "s3": {
-                        "s3SchemaVersion": "1.0",
-                        "configurationId": "prompts",
-                        "bucket": {"name": self.inbox_bucket, "arn": f"arn:aws:s3:::{self.inbox_bucket}"},
-                        "object": {"key": key, "size": len(body), "eTag": "etag", "sequencer": sequencer},
-                    },
-                }
-            ]
-        }
+        return s3_put_event(self.inbox_bucket, key, size=len(body), etag="etag", sequencer=sequencer)
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.api("GET", f"/jobs/{job_id}")["json"]
@@ -402,6 +367,60 @@ class Pipeline:
             for key, details in event.items()
             if key.endswith("FailedEventDetails") or key.endswith("TimedOutEventDetails")
         ]
+
+
+def api_event(
+    method: str,
+    path: str,
+    body: str | None,
+    headers: dict[str, str] | None = None,
+    *,
+    is_base64: bool = False,
+    caller: str | None = "tester",
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload 2.0) event; ``caller=None`` leaves out the IAM identity."""
+    context: dict[str, Any] = {
+        "accountId": ACCOUNT,
+        "apiId": "local",
+        "domainName": "localhost",
+        "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
+        "requestId": str(uuid.uuid4()),
+        "routeKey": f"{method} {path}",
+        "stage": "$default",
+    }
+    if caller is not None:
+        context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{caller}"}}
+    return {
+        "version": "2.0",
+        "routeKey": f"{method} {path}",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}},
+        "requestContext": context,
+        "body": body,
+        "isBase64Encoded": is_base64,
+    }
+
+
+def s3_put_event(bucket: str, key: str, *, size: int, etag: str, sequencer: str) -> dict[str, Any]:
+    """An S3 ObjectCreated:Put notification for one object (``key`` as S3 sends it: URL-encoded)."""
+    return {
+        "Records": [
+            {
+                "eventVersion": "2.1",
+                "eventSource": "aws:s3",
+                "awsRegion": REGION,
+                "eventTime": "2026-11-29T12:00:00.000Z",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "s3SchemaVersion": "1.0",
+                    "configurationId": "prompts",
+                    "bucket": {"name": bucket, "arn": f"arn:aws:s3:::{bucket}"},
+                    "object": {"key": key, "size": size, "eTag": etag, "sequencer": sequencer},
+                },
+            }
+        ]
+    }
 
 
 def _aws_shaped_sns(payload: Any) -> Any:
