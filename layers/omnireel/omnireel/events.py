@@ -44,7 +44,7 @@ class JobEvent(BaseModel):
     version: Literal[1] = EVENT_VERSION
     event_id: str = Field(description="stable per job and type: consumers can de-duplicate on it")
     event_type: Literal["job.succeeded", "job.failed"]
-    occurred_at: str
+    occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
     job_id: str
     status: Literal["succeeded", "failed"]
     prompt: str | None = Field(description="null when the submitted file could not be read as a request")
@@ -63,12 +63,15 @@ def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed"]:
     raise ValueError(f"no event for non-terminal status {status}")
 
 
-def build_job_event(job: Job, artifacts: EventArtifacts, occurred_at: datetime) -> JobEvent:
+def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> JobEvent:
+    """The job's terminal event. Rebuilt on a retry, it is the same event: same id, same ``occurred_at`` (the
+    terminal transition's time); only the presigned URLs are fresh."""
     event_type = event_type_for(job.status)
+    occurred_at = job.stage_times.get(job.status.value) or iso(built_at)
     return JobEvent(
         event_id=job_id_for(f"{job.job_id}/{event_type}"),
         event_type=event_type,
-        occurred_at=iso(occurred_at),
+        occurred_at=occurred_at,
         job_id=job.job_id,
         status=job.status.value,
         prompt=job.request.prompt if job.request else None,

@@ -28,7 +28,6 @@ from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key, video_request_key
 from omnireel.video_request import build_video_request
 
-
 # Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry would
 # wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)

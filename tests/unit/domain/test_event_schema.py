@@ -45,3 +45,13 @@ def test_schema_rejects_a_wrong_event():
     bad = json.loads(build_job_event(_job(JobStatus.SUCCEEDED), EventArtifacts(), now()).model_dump_json())
     bad["status"] = "maybe"
     assert list(validator.iter_errors(bad))
+
+
+def test_a_rebuilt_event_is_the_same_event():
+    """A retried publish (after a crash between publish and record) must re-send the same event."""
+    from datetime import timedelta
+
+    job = _job(JobStatus.SUCCEEDED, stage_times={"succeeded": "2026-11-29T12:00:20.000Z"})
+    first = build_job_event(job, EventArtifacts(), now())
+    again = build_job_event(job, EventArtifacts(), now() + timedelta(minutes=3))
+    assert first == again and first.occurred_at == "2026-11-29T12:00:20.000Z"
