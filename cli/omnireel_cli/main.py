@@ -29,7 +29,7 @@ def _target(args: argparse.Namespace) -> Target:
 
 def _add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", type=int, help="video frames (4k+1, default 17)")
-    parser.add_argument("--steps", type=int, help="video inference steps (default 30)")
+    parser.add_argument("--steps", type=int, help="video inference steps (default: the stack's profile, 30; dev: 4)")
     parser.add_argument("--size", help="video WIDTHxHEIGHT (default 480x320)")
     parser.add_argument("--fps", type=int, help="video frames per second (default 8)")
     parser.add_argument("--seed", type=int, help="seed for image and video")
