@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
-from omnireel.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from omnireel.errors import IdempotencyConflict, InvalidRequest
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.outcome import job_view
 from omnireel.request import parse_job_request_json
@@ -54,8 +54,11 @@ def create_job() -> Response:
         return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
     try:
         request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
-        natural_key = f"api:{_caller()}:{key}" if key else None
-        job, created = submit_job(request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow)
+        caller = _caller()
+        natural_key = f"api:{caller}:{key}" if key else None
+        job, created = submit_job(
+            request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
+        )
     except InvalidRequest as exc:
         return _error(400, exc.code, exc.message)
     except IdempotencyConflict as exc:
@@ -76,10 +79,11 @@ def create_job() -> Response:
 def get_job(job_id: str) -> Response:
     if not _JOB_ID.match(job_id):
         return _error(404, "JobNotFound", f"no job with id {job_id[:64]}")
-    try:
-        job = jobs.get(job_id)
-    except JobNotFound as exc:
-        return _error(404, "JobNotFound", exc.message)
+    job = jobs.find(job_id)
+    # A job submitted through the API is visible to its submitter only (inbox drops have no owner): another
+    # caller gets the same 404 as for an unknown id, so ids reveal nothing.
+    if job is None or (job.owner is not None and job.owner != _caller()):
+        return _error(404, "JobNotFound", f"no job with id {job_id}")
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
 
 

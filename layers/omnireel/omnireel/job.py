@@ -92,7 +92,8 @@ class Job(BaseModel):
     job_id: str
     status: JobStatus
     request: JobRequest | None = Field(description="null for a submission that could not be read as a request")
-    source: str = Field(description="api | s3:<bucket>/<key>")
+    source: str = Field(description="api | s3://<bucket>/<key>")
+    owner: str | None = Field(default=None, description="IAM principal that submitted it through the API")
     request_fingerprint: str | None = None
     created_at: str
     updated_at: str

@@ -10,7 +10,13 @@ from omnireel.request import JobRequest
 
 
 def submit_job(
-    request: JobRequest, *, source: str, natural_key: str | None, jobs: JobStore, workflow: Workflow
+    request: JobRequest,
+    *,
+    source: str,
+    natural_key: str | None,
+    jobs: JobStore,
+    workflow: Workflow,
+    owner: str | None = None,
 ) -> tuple[Job, bool]:
     """Create the job (or find the one this natural key already made) and make sure it runs.
 
@@ -25,6 +31,7 @@ def submit_job(
         status=JobStatus.ACCEPTED,
         request=request,
         source=source,
+        owner=owner,
         request_fingerprint=fingerprint(request),
         created_at=stamp,
         updated_at=stamp,

@@ -241,9 +241,11 @@ class Pipeline:
         return invoke
 
     # ------------------------------------------------------------------ driving
-    def api(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> dict:
+    def api(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, caller: str = "tester"
+    ) -> dict:
         raw = body if isinstance(body, str) or body is None else json.dumps(body)
-        response = self.handlers["api"].handler(api_event(method, path, raw, headers), Context("api"))
+        response = self.handlers["api"].handler(api_event(method, path, raw, headers, caller=caller), Context("api"))
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 

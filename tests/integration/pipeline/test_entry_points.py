@@ -111,3 +111,23 @@ def test_a_new_upload_of_the_same_key_is_a_new_job(pipeline):
     second = pipeline.handlers["inbox"].handler(pipeline.s3_event("prompts/a.txt", b"two", "02"), Context("inbox"))
     assert first["results"][0]["job_id"] != second["results"][0]["job_id"]
     assert len(pipeline.executions()) == 2
+
+
+def test_a_job_is_visible_to_its_submitter_only(pipeline):
+    job_id = pipeline.api("POST", "/jobs", {"prompt": "p"}, caller="alice")["json"]["job_id"]
+    assert pipeline.api("GET", f"/jobs/{job_id}", caller="alice")["statusCode"] == 200
+    other = pipeline.api("GET", f"/jobs/{job_id}", caller="mallory")
+    assert other["statusCode"] == 404 and other["json"]["error"]["code"] == "JobNotFound"
+
+
+def test_the_same_idempotency_key_from_two_callers_makes_two_jobs(pipeline):
+    first = pipeline.api("POST", "/jobs", {"prompt": "p"}, {"Idempotency-Key": "k"}, caller="alice")
+    second = pipeline.api("POST", "/jobs", {"prompt": "p"}, {"Idempotency-Key": "k"}, caller="bob")
+    assert first["json"]["job_id"] != second["json"]["job_id"]
+    assert second["headers"]["Idempotent-Replayed"] == "false"
+
+
+def test_dropped_files_have_no_owner_and_are_visible_to_callers(pipeline):
+    result = pipeline.handlers["inbox"].handler(pipeline.s3_event("prompts/x.txt", b"a kite"), Context("inbox"))
+    job_id = result["results"][0]["job_id"]
+    assert pipeline.api("GET", f"/jobs/{job_id}", caller="anyone")["statusCode"] == 200
