@@ -9,4 +9,6 @@ os.environ["AWS_SECURITY_TOKEN"] = "testing"
 os.environ["AWS_SESSION_TOKEN"] = "testing"
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "omnireel-test")
+# In-process handlers run on Step Functions' threads, outside pytest's capture: keep their EMF lines out of the output.
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "omnireel-test")
