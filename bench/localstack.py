@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -86,13 +85,7 @@ class IsolatedStack:
         pids = self.pids()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.cli("local", "down", timeout=60)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(homedir.pid_alive(p) for p in pids):
-            time.sleep(0.2)
-        left = [p for p in pids if homedir.pid_alive(p)]
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        left = homedir.reap(pids)
         self.http.close()
         if not self.keep_home:
             shutil.rmtree(self.home, ignore_errors=True)

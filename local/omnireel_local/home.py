@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,18 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def reap(pids: list[int], grace_s: float = 10.0) -> list[int]:
+    """Wait (bounded) for ``pids`` to exit, SIGKILL what is left; returns the pids that had to be killed."""
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.2)
+    left = [p for p in pids if pid_alive(p)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return left
 
 
 def pid_alive(pid: int) -> bool:

@@ -5,13 +5,10 @@ Every wait is bounded; the finalizer runs `omnireel local down` and checks that 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,14 +80,7 @@ def stop_stack(stack: LocalStack) -> list[int]:
     except (OSError, ValueError):
         pids = []
     stack.cli("local", "down", timeout=60)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(homedir.pid_alive(p) for p in pids):
-        time.sleep(0.2)
-    left = [p for p in pids if homedir.pid_alive(p)]
-    for pid in left:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return left
+    return homedir.reap(pids)
 
 
 @pytest.fixture(scope="session")
