@@ -9,14 +9,14 @@ import time
 import zipfile
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .artwork import encode_image, render_prompt_image
-from .errors import EmulatorError, validation_error
+from .errors import EmulatorError
 from .faults import apply_http_faults
-from .state import get_state, require_json, require_kind
+from .state import get_state, json_request, require_kind
 
 DEFAULT_SIZE = (1024, 1024)
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -73,17 +73,7 @@ def parse_size(size: str) -> tuple[int, int]:
 
 async def generate_images(request: Request) -> Response:
     state = get_state(request)
-    require_json(request)
-    try:
-        body = await request.json()
-    except ValueError as exc:
-        raise EmulatorError(400, f"JSON decode error: {exc}") from exc
-    if not isinstance(body, dict):
-        raise EmulatorError(400, "Input should be a valid dictionary or object to extract fields from")
-    try:
-        req = ImageGenerationRequest.model_validate(body)
-    except ValidationError as exc:
-        raise validation_error(exc) from exc
+    req = await json_request(request, ImageGenerationRequest)
     require_kind(state, "images")
     config = state.config
     served = config.served_model_name("images")

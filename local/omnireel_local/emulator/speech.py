@@ -8,14 +8,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .audio import BYTES_PER_SAMPLE, MEDIA_TYPES, SAMPLE_RATE, UnsupportedFormatError, encode_audio, synthesize
-from .errors import EmulatorError, validation_error
+from .errors import EmulatorError
 from .faults import apply_http_faults
-from .state import get_state, require_json, require_kind
+from .state import get_state, json_request, require_kind
 
 VOICES = ["Vivian", "Serena", "Uncle_Fu", "Dylan", "Eric", "Ryan", "Aiden", "Ono_Anna", "Sohee"]
 ResponseFormat = Literal["wav", "pcm", "flac", "mp3", "opus"]
@@ -63,17 +63,7 @@ async def list_voices(request: Request) -> Response:
 
 async def create_speech(request: Request) -> Response:
     state = get_state(request)
-    require_json(request)
-    try:
-        body = await request.json()
-    except ValueError as exc:
-        raise EmulatorError(400, f"JSON decode error: {exc}") from exc
-    if not isinstance(body, dict):
-        raise EmulatorError(400, "Input should be a valid dictionary or object to extract fields from")
-    try:
-        req = SpeechRequest.model_validate(body)
-    except ValidationError as exc:
-        raise validation_error(exc) from exc
+    req = await json_request(request, SpeechRequest)
     require_kind(state, "speech")
     config = state.config
     if not config.accepts_model(req.model):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import HTTPConnection
+from pydantic import BaseModel, ValidationError
+from starlette.requests import HTTPConnection, Request
 
 from .config import EmulatorConfig, RouteKind
-from .errors import EmulatorError
+from .errors import EmulatorError, validation_error
 from .faults import FaultInjector
 
 if TYPE_CHECKING:
@@ -53,3 +54,18 @@ def require_json(conn: HTTPConnection) -> None:
     """vLLM's ``validate_json_request``: the media type must be exactly application/json (400 otherwise)."""
     if media_type(conn) != "application/json":
         raise EmulatorError(400, "Unsupported Media Type: Only 'application/json' is allowed")
+
+
+async def json_request[ModelT: BaseModel](request: Request, model: type[ModelT]) -> ModelT:
+    """A JSON route's body: application/json only, a JSON object, validated by ``model`` (vLLM's error texts)."""
+    require_json(request)
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise EmulatorError(400, f"JSON decode error: {exc}") from exc
+    if not isinstance(body, dict):
+        raise EmulatorError(400, "Input should be a valid dictionary or object to extract fields from")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc) from exc
