@@ -16,6 +16,8 @@ import httpx
 import pytest
 import websockets
 
+from tests.integration.relay.relay_stack import stop_process
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -52,12 +54,7 @@ def emulator(tmp_path_factory) -> Iterator[tuple[str, Path]]:
                 time.sleep(0.1)
             yield base, log_path
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            stop_process(proc, grace_s=10)
 
 
 def test_process_serves_http_and_says_it_is_an_emulator(emulator):

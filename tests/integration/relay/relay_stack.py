@@ -56,17 +56,18 @@ def _start(cmd: list[str], env: dict[str, str], ready_url: str, timeout: float, 
     deadline = time.monotonic() + timeout
     while http_status(ready_url) != 200:
         if proc.poll() is not None or time.monotonic() > deadline:
-            _stop(proc)
+            stop_process(proc)
             raise RuntimeError(f"{cmd[2]} did not become ready at {ready_url}:\n{log.read_text()[-4000:]}")
         time.sleep(0.05)
     return proc
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
+    """SIGTERM, wait ``grace_s``, then SIGKILL: no test process outlives its test."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
@@ -124,4 +125,4 @@ def emulator_and_relay(tmp: Path, realtime_factor: float = 4.0) -> Iterator[Stac
         yield Stack(emulator_port, relay_port)
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_process(proc)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.integration.relay.relay_stack import Stack, emulator_and_relay
+from tests.integration.relay.relay_stack import Stack, emulator_and_relay, stop_process
 from tests.unit.relay.relay_harness import TOKEN, run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -81,13 +81,7 @@ def chromium(tmp_path: Path) -> Iterator[str]:
             time.sleep(0.05)
         yield pages[0]["webSocketDebuggerUrl"]
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        stop_process(proc)
 
 
 class CDP:

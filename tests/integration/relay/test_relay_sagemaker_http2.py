@@ -21,14 +21,13 @@ pytest.importorskip("h2", reason="the local HTTP/2 event-stream server needs the
 pytest.importorskip("awscrt", reason="the relay's HTTP/2 transport needs awscrt")
 
 from smithy_aws_core.identity import AWSCredentialsIdentity
-from websockets.exceptions import ConnectionClosed
 
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_sagemaker import SageMakerUpstreamFactory
 from tests.unit.relay.h2_sagemaker_server import CHUNK, H2SageMakerServer
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, run, speak
+from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
 
 
 class StaticCredentials:
@@ -54,16 +53,6 @@ async def _relay(upstream: H2SageMakerServer, url: str) -> RelayServer:
     return server
 
 
-async def _rest(ws: Any) -> list[str | bytes]:
-    frames: list[str | bytes] = []
-    async with asyncio.timeout(10):
-        try:
-            while True:
-                frames.append(await ws.recv())
-        except ConnectionClosed:
-            return frames
-
-
 async def _wait_sessions_gone(server: RelayServer) -> None:
     async with asyncio.timeout(5):
         while server.sessions:
@@ -82,7 +71,7 @@ async def _session(server: RelayServer, text: str) -> None:
         assert [struct.unpack_from("<I", p)[0] for p in pcm] == [0, 1, 2, 3]
         assert json.loads(frames[-2])["total_bytes"] == sum(map(len, pcm))
     await ws.send(json.dumps({"type": "session.close"}))
-    await _rest(ws)
+    await frames_until_closed(ws, timeout=10)
     assert ws.close_code == 1000
 
 
@@ -142,7 +131,7 @@ def test_real_sdk_model_stream_error_becomes_error_event() -> None:
             await ws.send(json.dumps(CONFIG))
             await ws.send(json.dumps({"type": "input.text", "text": "x"}))
             await ws.send(json.dumps({"type": "input.done"}))
-            frames = await _rest(ws)
+            frames = await frames_until_closed(ws, timeout=10)
             assert events(frames) == ["audio.start", "error"]
             err = json.loads(frames[-1])
             assert err["code"] == "upstream_model_error"
@@ -165,7 +154,7 @@ def test_http1_only_endpoint_is_refused_not_downgraded() -> None:
         server = await _relay(upstream, url)
         try:
             ws = await open_client(server)
-            frames = await _rest(ws)
+            frames = await frames_until_closed(ws, timeout=10)
             assert events(frames) == ["error"]
             message = json.loads(frames[0])["message"]
             assert "cannot open the SageMaker stream" in message and "HTTP/2 could not be negotiated" in message

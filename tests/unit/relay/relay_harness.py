@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
@@ -71,6 +72,17 @@ async def speak(ws: ClientConnection, text: str, timeout: float = 10.0) -> list[
             frames.append(frame)
             if isinstance(frame, str) and json.loads(frame)["type"] in ("session.done", "error"):
                 return frames
+
+
+async def frames_until_closed(ws: ClientConnection, timeout: float = 5.0) -> list[str | bytes]:
+    """Every frame the relay still sends, until it closes the socket (bounded by ``timeout``)."""
+    frames: list[str | bytes] = []
+    async with asyncio.timeout(timeout):
+        try:
+            while True:
+                frames.append(await ws.recv())
+        except ConnectionClosed:
+            return frames
 
 
 def events(frames: list[str | bytes]) -> list[str]:

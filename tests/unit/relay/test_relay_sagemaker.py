@@ -34,7 +34,6 @@ from aws_sdk_sagemaker_runtime_http2.models import (
     ResponseStreamEventPayloadPart,
     ResponseStreamEventUnknown,
 )
-from websockets.exceptions import ConnectionClosed
 
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
@@ -45,7 +44,7 @@ from omnireel_relay.upstream_sagemaker import (
     SageMakerUpstreamFactory,
     endpoint_uri,
 )
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, run, speak
+from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
 from tests.unit.relay.tls_cert import self_signed_cert
 
 
@@ -188,16 +187,6 @@ async def _relay(client: FakeClient) -> RelayServer:
     return server
 
 
-async def _rest(ws: Any) -> list[str | bytes]:
-    frames: list[str | bytes] = []
-    async with asyncio.timeout(5):
-        try:
-            while True:
-                frames.append(await ws.recv())
-        except ConnectionClosed:
-            return frames
-
-
 def test_sagemaker_upstream_sends_exact_sdk_events_and_relays_parts() -> None:
     async def main() -> None:
         client = FakeClient()
@@ -213,7 +202,7 @@ def test_sagemaker_upstream_sends_exact_sdk_events_and_relays_parts() -> None:
                 assert json.loads(frames[-2])["total_bytes"] == sum(map(len, pcm))
                 assert json.loads(frames[0])["sample_rate"] == 24000
             await ws.send(json.dumps({"type": "session.close"}))
-            await _rest(ws)
+            await frames_until_closed(ws)
             assert ws.close_code == 1000
 
             assert client.inputs == [
@@ -260,7 +249,7 @@ def test_model_stream_error_and_internal_failure_become_error_events() -> None:
                 await ws.send(json.dumps(CONFIG))
                 await ws.send(json.dumps({"type": "input.text", "text": "x"}))
                 await ws.send(json.dumps({"type": "input.done"}))
-                frames = await _rest(ws)
+                frames = await frames_until_closed(ws)
                 assert events(frames) == ["audio.start", "error"]
                 err = json.loads(frames[-1])
                 assert err["code"] == code and text in err["message"]
@@ -276,7 +265,7 @@ def test_stream_open_failure_becomes_error_event() -> None:
         server = await _relay(FakeClient("refused"))
         try:
             ws = await open_client(server)
-            frames = await _rest(ws)
+            frames = await frames_until_closed(ws)
             assert events(frames) == ["error"]
             assert "cannot open the SageMaker stream" in json.loads(frames[0])["message"]
             assert ws.close_code == 1011

@@ -6,9 +6,7 @@ import asyncio
 import json
 import socket
 
-from websockets.exceptions import ConnectionClosed
-
-from tests.unit.relay.relay_harness import CONFIG, events, open_client, relay_stack, run, speak
+from tests.unit.relay.relay_harness import CONFIG, events, frames_until_closed, open_client, relay_stack, run, speak
 
 
 def _free_port() -> int:
@@ -17,22 +15,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _rest(ws) -> list[str | bytes]:  # type: ignore[no-untyped-def]
-    frames: list[str | bytes] = []
-    async with asyncio.timeout(5):
-        try:
-            while True:
-                frames.append(await ws.recv())
-        except ConnectionClosed:
-            return frames
-
-
 def test_upstream_connection_refused_gives_error_event_and_1011() -> None:
     async def main() -> None:
         url = f"ws://127.0.0.1:{_free_port()}/v1/audio/speech/stream"
         async with relay_stack(upstream_url=url) as (server, _):
             ws = await open_client(server)
-            frames = await _rest(ws)
+            frames = await frames_until_closed(ws)
             assert events(frames) == ["error"]
             err = json.loads(frames[0])
             assert err["code"] == "upstream_unavailable" and "cannot connect" in err["message"]
@@ -51,7 +39,7 @@ def test_upstream_drop_mid_stream_gives_error_after_the_audio_already_received()
             assert events(first)[-1] == "session.done"
             await ws.send(json.dumps({"type": "input.text", "text": "DROP here"}))
             await ws.send(json.dumps({"type": "input.done"}))
-            frames = await _rest(ws)
+            frames = await frames_until_closed(ws)
             assert events(frames) == ["audio.start", "pcm", "pcm", "error"]
             err = json.loads(frames[-1])
             assert err["code"] == "upstream_dropped" and "upstream connection lost" in err["message"]
