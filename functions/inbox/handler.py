@@ -1,8 +1,10 @@
 """S3 ObjectCreated under prompts/: .txt = the prompt, .json = a full request -> start the job.
 
-The job id derives from the object's identity (bucket, key, event sequencer), so the same S3
-event delivered twice starts one execution. An unreadable file becomes a failed job with a
-``job.failed`` event; the object is tagged with the job id and outcome, never deleted.
+Each event is processed with exactly the object version it names (``versionId``; ``eTag`` where the bucket is
+not versioned), and the job id derives from that version: two uploads of one key are two jobs, each with its own
+prompt, and the same event delivered twice starts one execution. An unreadable file, or a version deleted before
+it was read, becomes a failed job with a ``job.failed`` event; the version is tagged with the job id and outcome,
+never deleted.
 """
 
 from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
@@ -14,6 +16,7 @@ from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.inbox import accept_inbox_object
+from omnireel.job import SourceVersion
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.settings import InboxSettings
 
@@ -36,7 +39,8 @@ def handler(event: S3Event, context: LambdaContext) -> dict:
         outcome = accept_inbox_object(
             bucket=record.s3.bucket.name,
             key=obj.key,
-            sequencer=obj.sequencer or obj.etag or "",
+            version=SourceVersion(version_id=obj.version_id, etag=obj.etag or None),
+            sequencer=obj.sequencer,
             size=obj.size,
             inbox=inbox,
             jobs=jobs,

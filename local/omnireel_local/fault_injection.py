@@ -8,6 +8,10 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
   heartbeat/timeout.
 - ``sns_duplicate_rate``: the shim publishes the notification twice (SNS is at-least-once).
 - ``s3_event_duplicate_rate``: an S3 -> Lambda ObjectCreated event is delivered twice, byte-identical.
+- ``s3_event_hold``: ``{"prefix": "prompts/held-", "max_s": 60}``: S3 -> Lambda events for object keys under the prefix
+  are held back (a late delivery, which S3 may do) until the prefix is taken out of the config, or ``max_s`` seconds
+  at the latest (nothing is held forever). Lets a test change the bucket (overwrite, delete a version) between an
+  upload and the inbox function's read, deterministically.
 - ``request_ttl_cap_s``: the shim caps every async request's ``RequestTTLSeconds`` at this many seconds (SageMaker's
   minimum is 60 s, and the pipeline's settings enforce it), so "expired in the queue" can be provoked in seconds.
 - ``lambda_crash``: ``{"<function name substring>": {"rate": 0.2, "after_s": 0.05}}``: the Lambda runner sends the
@@ -129,6 +133,15 @@ def duplicate_s3_event(key: str) -> bool:
         record("s3_event_duplicate", key)
         return True
     return False
+
+
+def s3_event_hold(object_key: str) -> float | None:
+    """``max_s`` while ``s3_event_hold`` holds this object key's events back, else None (deliver now)."""
+    spec = _current().get("s3_event_hold") or {}
+    prefix = spec.get("prefix")
+    if not prefix or not object_key.startswith(prefix):
+        return None
+    return float(spec.get("max_s", 60))
 
 
 def lambda_crash(function_name: str, payload: str) -> float | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 import moto
 
@@ -36,6 +36,28 @@ _applied = False
 
 class MotoVersionMismatch(RuntimeError):
     pass
+
+
+# The IAM action AWS checks for a key request that names a version (the Service Authorization Reference for S3).
+VERSIONED_S3_ACTIONS = {
+    "GetObject": "GetObjectVersion",
+    "GetObjectAcl": "GetObjectVersionAcl",
+    "PutObjectAcl": "PutObjectVersionAcl",
+    "GetObjectTagging": "GetObjectVersionTagging",
+    "PutObjectTagging": "PutObjectVersionTagging",
+    "DeleteObjectTagging": "DeleteObjectVersionTagging",
+    "DeleteObject": "DeleteObjectVersion",
+}
+
+
+def _is_version_id(text: str) -> bool:
+    if text == "null":
+        return True
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _iso_now() -> str:
@@ -57,6 +79,17 @@ class AsyncInvoker:
 
     def submit(self, fn: Any, payload: str, source: str) -> None:
         self._pool.submit(self._invoke, fn, payload, source)
+
+    def submit_held(self, fn: Any, payload: str, source: str, released: Callable[[], bool], max_s: float) -> None:
+        """Deliver once ``released()`` (or after ``max_s`` at the latest): a late event, as S3 may deliver one."""
+
+        def hold_then_invoke() -> None:
+            deadline = time.monotonic() + max_s
+            while not released() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self._invoke(fn, payload, source)
+
+        self._pool.submit(hold_then_invoke)
 
     def _invoke(self, fn: Any, payload: str, source: str) -> None:
         config = fn.event_invoke_config[0].config if getattr(fn, "event_invoke_config", None) else {}
@@ -247,7 +280,23 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
     # 6. S3 -> Lambda: same as SNS: moto runs the notification synchronously inside PutObject and swallows errors;
     #    AWS invokes asynchronously with retries and the on-failure destination. moto's event also lacks fields AWS
     #    always sends (object.sequencer - Powertools' S3 event class requires it -, userIdentity, requestParameters,
-    #    responseElements, bucket.ownerIdentity); add them.
+    #    responseElements, bucket.ownerIdentity); add them. It also lacks object.versionId, which AWS sends for a
+    #    versioning-enabled bucket (only there) and which names the exact version the event is about; the inbox
+    #    reads that version, so an overwrite before the read cannot swap the prompt. Object fields are added where
+    #    moto builds the event, which still holds the stored key (its version).
+    original_s3_event = s3_notifications._get_s3_event
+
+    def _get_s3_event(event_name: str, bucket: Any, key: Any, notification_id: str) -> dict[str, Any]:
+        event = original_s3_event(event_name, bucket, key, notification_id)
+        for record in event["Records"]:
+            obj = record["s3"]["object"]
+            if bucket.is_versioned and key.version_id not in (None, "null"):
+                obj["versionId"] = key.version_id
+            obj.setdefault("sequencer", f"{time.time_ns():018X}")
+        return event
+
+    s3_notifications._get_s3_event = _get_s3_event
+
     def _invoke_awslambda(account_id: str, event_body: Any, fn_arn: str, region_name: str) -> None:
         from moto.awslambda.utils import get_backend
 
@@ -266,13 +315,53 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
         except Exception:  # noqa: BLE001 - a missing function is silently skipped, as moto (and S3) do
             log.warning("S3 notification for a missing function %s", fn_arn)
             return
-        invoker.submit(fn, json.dumps(event_body), "s3")
         s3 = (event_body.get("Records") or [{}])[0].get("s3", {})
+        object_key = unquote_plus(s3.get("object", {}).get("key", ""))
+        held_s = fault_injection.s3_event_hold(object_key)  # off by default (fault_injection.py)
+        if held_s is not None:
+            fault_injection.record("s3_event_hold", object_key, max_s=held_s)
+            released = lambda: fault_injection.s3_event_hold(object_key) is None  # noqa: E731
+            invoker.submit_held(fn, json.dumps(event_body), "s3", released, held_s)
+        else:
+            invoker.submit(fn, json.dumps(event_body), "s3")
         s3_key = f"{s3.get('bucket', {}).get('name')}/{s3.get('object', {}).get('key')}"
         if fault_injection.duplicate_s3_event(s3_key):  # off by default (fault_injection.py)
             invoker.submit(fn, json.dumps(event_body), "s3")
 
     s3_notifications._invoke_awslambda = _invoke_awslambda
+
+    # 6b. S3 authorization of versioned requests: moto names the IAM action of a key request from the first matching
+    #     query parameter, so GET ?tagging&versionId is checked as s3:GetObjectVersion, PUT ?tagging&versionId as
+    #     s3:PutObjectTagging and HEAD ?versionId as s3:GetObject. AWS authorizes a request that names a version as
+    #     the version's action (s3:GetObjectVersion, s3:GetObjectVersionTagging, s3:PutObjectVersionTagging, ...)
+    #     and does not require the current-version action; with IAM enforced, the local stack must ask the same.
+    from moto.s3.responses import S3Response
+
+    set_action = S3Response._set_action
+
+    def _set_action(self: Any, action_resource_type: str, method: str, querystring: dict[str, Any]) -> None:
+        if action_resource_type != "KEY" or "versionId" not in querystring:
+            return set_action(self, action_resource_type, method, querystring)
+        set_action(self, action_resource_type, method, {k: v for k, v in querystring.items() if k != "versionId"})
+        self.data["Action"] = VERSIONED_S3_ACTIONS.get(self.data["Action"], self.data["Action"])
+        return None
+
+    S3Response._set_action = _set_action
+
+    # 6c. A malformed version id: AWS answers 400 InvalidArgument ("Invalid version id specified"); moto looks the
+    #     string up and answers 404 NoSuchVersion. moto's version ids are UUIDs (or "null" for an unversioned
+    #     object), so anything else is malformed here.
+    from moto.s3.exceptions import InvalidVersion
+    from moto.s3.models import S3Backend
+
+    get_object = S3Backend.get_object
+
+    def _get_object(self: Any, bucket: str, key: str, version_id: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if version_id is not None and not _is_version_id(str(version_id)):
+            raise InvalidVersion(str(version_id))
+        return get_object(self, bucket, key, version_id, *args, **kwargs)
+
+    S3Backend.get_object = _get_object
 
     # 7. Request bodies: werkzeug parses any request whose Content-Type is multipart/form-data as an HTML form, so
     #    an S3 PutObject of a multipart document (the staged video request, ContentType carries its boundary) is

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
 import subprocess
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
@@ -68,3 +72,80 @@ def drain_events_until(stack, predicate, timeout: float = 30) -> dict | None:
                 return event
         time.sleep(0.5)
     return None
+
+
+def aws_client(stack, service: str):  # type: ignore[no-untyped-def]
+    """A boto3 client for the local stack, configured from `omnireel local env` (as a user's shell would be)."""
+    import boto3
+
+    env = stack.outputs
+    return boto3.client(
+        service,
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        region_name=env["AWS_REGION"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+    )
+
+
+@contextlib.contextmanager
+def held_s3_events(stack, prefix: str, max_s: float = 60) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """S3 -> Lambda events for keys under ``prefix`` are delivered only when the block ends (the local stack's
+    ``s3_event_hold`` fault hook: a late delivery, as S3 may make), so the test can change the bucket in between."""
+    path = stack.home / "fault-injection.json"
+
+    def write(config: dict) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(config))
+        tmp.replace(path)
+        stamp = time.time_ns()  # a distinct mtime for every write, even within one filesystem tick
+        os.utime(path, ns=(stamp, stamp))
+
+    write({"s3_event_hold": {"prefix": prefix, "max_s": max_s}})
+    try:
+        yield
+    finally:
+        write({})
+
+
+class JobEvents:
+    """A subscriber of its own: an SQS queue subscribed to the job-events topic (the shared local events queue is
+    drained by other tests' waits)."""
+
+    def __init__(self, stack):  # type: ignore[no-untyped-def]
+        self.sqs, self.sns = aws_client(stack, "sqs"), aws_client(stack, "sns")
+        self.url = self.sqs.create_queue(QueueName=f"e2e-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        topic = stack.outputs["OMNIREEL_JOB_EVENTS_TOPIC_ARN"]
+        self.subscription = self.sns.subscribe(
+            TopicArn=topic, Protocol="sqs", Endpoint=arn, ReturnSubscriptionArn=True
+        )["SubscriptionArn"]
+        self.received: list[dict] = []
+
+    def until(self, done, timeout: float) -> list[dict]:  # type: ignore[no-untyped-def]
+        """Receive until ``done(received)`` holds or ``timeout`` passes; returns everything received."""
+        deadline = time.monotonic() + timeout
+        while not done(self.received) and time.monotonic() < deadline:
+            wait_s = max(0, min(2, int(deadline - time.monotonic())))
+            response = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s)
+            for message in response.get("Messages", []):
+                body = json.loads(message["Body"])
+                self.received.append(json.loads(body["Message"]) if body.get("Type") == "Notification" else body)
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+        return self.received
+
+    def close(self) -> None:
+        self.sns.unsubscribe(SubscriptionArn=self.subscription)
+        self.sqs.delete_queue(QueueUrl=self.url)
+
+
+def job_of_version(s3, bucket: str, key: str, version_id: str, timeout: float = 30) -> str:  # type: ignore[no-untyped-def]
+    """The job id the inbox function tagged this object version with (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tags = s3.get_object_tagging(Bucket=bucket, Key=key, VersionId=version_id)["TagSet"]
+        found = {t["Key"]: t["Value"] for t in tags}
+        if "omnireel-job-id" in found:
+            return found["omnireel-job-id"]
+        time.sleep(0.2)
+    raise AssertionError(f"s3://{bucket}/{key} version {version_id} was not tagged within {timeout:.0f} s")

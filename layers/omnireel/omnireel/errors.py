@@ -33,6 +33,13 @@ class InvalidRequest(OmnireelError):
     code = "InvalidRequest"
 
 
+class SourceVersionGone(InvalidRequest):
+    """The S3 object version an inbox event names no longer exists (deleted, or overwritten in an unversioned
+    bucket) when the inbox function reads it."""
+
+    code = "SourceVersionGone"
+
+
 class JobNotFound(OmnireelError):
     code = "JobNotFound"
 

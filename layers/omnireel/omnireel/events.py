@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnireel.job import Job, JobError, JobStatus, iso, job_id_for
+from omnireel.job import Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.request import JobRequest
 
 EVENT_VERSION = 1
@@ -49,7 +49,10 @@ class JobEvent(BaseModel):
     status: Literal["succeeded", "failed"]
     prompt: str | None = Field(description="null when the submitted file could not be read as a request")
     request: JobRequest | None
-    source: str
+    source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
+    source_version: SourceVersion | None = Field(
+        default=None, description="for a dropped file: the object version this job read (each upload is its own job)"
+    )
     artifacts: EventArtifacts
     timings: EventTimings
     error: JobError | None = None
@@ -77,6 +80,7 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
         prompt=job.request.prompt if job.request else None,
         request=job.request,
         source=job.source,
+        source_version=job.source_version,
         artifacts=artifacts,
         timings=EventTimings(**job.timings()),
         error=job.error,

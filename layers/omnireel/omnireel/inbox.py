@@ -5,15 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
-from botocore.exceptions import ClientError
-
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
-from omnireel.errors import InvalidRequest
-from omnireel.job import JobError, JobStatus
+from omnireel.errors import InvalidRequest, SourceVersionGone
+from omnireel.job import JobError, JobStatus, SourceVersion
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
 from omnireel.request import JobRequest, parse_job_request, parse_job_request_json
@@ -52,10 +50,20 @@ def parse_inbox_file(key: str, data: bytes, default_video_steps: int | None = No
     raise InvalidRequest("unsupported file type: use .txt (a prompt) or .json (a job request)")
 
 
+def inbox_natural_key(source: str, version: SourceVersion, sequencer: str) -> str:
+    """The job's identity: one object version = one job. Two uploads of one key are two versions (two jobs); the
+    same event delivered twice names the same version (one job). Without a version id (an unversioned bucket) each
+    upload's event has its own ``sequencer``."""
+    if version.version_id and version.version_id != "null":
+        return f"inbox:{source}?versionId={version.version_id}"
+    return f"inbox:{source}#{sequencer or version.etag or ''}"
+
+
 def accept_inbox_object(
     *,
     bucket: str,
     key: str,
+    version: SourceVersion,
     sequencer: str,
     size: int | None,
     inbox: InboxStore,
@@ -66,23 +74,26 @@ def accept_inbox_object(
     presign_seconds: int,
     default_video_steps: int | None = None,
 ) -> InboxOutcome:
+    """Turn the object version one S3 event names into a job: read exactly that version (never "the key's latest"),
+    so an overwrite that lands before the read cannot make this job run the newer file's prompt."""
     key = unquote_plus(key)
     if key.endswith("/") and not size:
         # A "folder" the S3 console creates (a 0-byte key ending in /) is not a submission.
         logger.info("inbox folder marker ignored", extra={"key": key})
         return InboxOutcome(key, "", "ignored", "a folder marker, not a file")
     source = f"s3://{bucket}/{key}"
-    natural_key = f"inbox:{source}#{sequencer}"
+    natural_key = inbox_natural_key(source, version, sequencer)
     try:
         if not key.startswith(PREFIX):
             raise InvalidRequest(f"files must be under {PREFIX}")
         if size is not None and size > MAX_FILE_BYTES:
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
-        request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES), default_video_steps)
+        request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES, version), default_video_steps)
     except InvalidRequest as exc:
         job = reject_submission(
             natural_key=natural_key,
             source=source,
+            source_version=version,
             error=JobError(stage="accept", code=exc.code, message=exc.message),
             jobs=jobs,
         )
@@ -95,20 +106,22 @@ def accept_inbox_object(
             publisher=publisher,
             presign_seconds=presign_seconds,
         )
-        _tag(inbox, bucket, key, job.job_id, "rejected", exc.message)
+        if not isinstance(exc, SourceVersionGone):  # nothing of ours is left to tag
+            _tag(inbox, bucket, key, version, job.job_id, "rejected", exc.message)
         logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": exc.message})
         return InboxOutcome(key, job.job_id, "rejected", exc.message)
-    job, created = submit_job(request, source=source, natural_key=natural_key, jobs=jobs, workflow=workflow)
-    _tag(inbox, bucket, key, job.job_id, "accepted", None)
+    job, created = submit_job(
+        request, source=source, source_version=version, natural_key=natural_key, jobs=jobs, workflow=workflow
+    )
+    _tag(inbox, bucket, key, version, job.job_id, "accepted", None)
     logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "new_job": created})
     return InboxOutcome(key, job.job_id, "accepted" if created else "duplicate")
 
 
-def _tag(inbox: InboxStore, bucket: str, key: str, job_id: str, status: str, reason: str | None) -> None:
+def _tag(
+    inbox: InboxStore, bucket: str, key: str, version: SourceVersion, job_id: str, status: str, reason: str | None
+) -> None:
     tags = {"omnireel-job-id": job_id, "omnireel-status": status}
     if reason:
         tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in reason)
-    try:
-        inbox.tag(bucket, key, tags)
-    except ClientError as exc:  # tagging is a courtesy; the job record and event are the truth
-        logger.warning("could not tag inbox object", extra={"key": key, "error": str(exc)})
+    inbox.tag(bucket, key, version, tags)  # a courtesy: the job record and event are the truth

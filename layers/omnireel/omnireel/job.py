@@ -84,6 +84,15 @@ class AsyncInvocation(BaseModel):
     failure_location: str | None = None
 
 
+class SourceVersion(BaseModel):
+    """The exact S3 object version a dropped file's job was read from (as the S3 event named it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version_id: str | None = Field(default=None, description="S3 versionId; null when the bucket is not versioned")
+    etag: str | None = Field(default=None, description="the object's ETag, as the S3 event carried it")
+
+
 class Job(BaseModel):
     """One item of the jobs table (``job_id`` is the partition key)."""
 
@@ -93,6 +102,9 @@ class Job(BaseModel):
     status: JobStatus
     request: JobRequest | None = Field(description="null for a submission that could not be read as a request")
     source: str = Field(description="api | s3://<bucket>/<key>")
+    source_version: SourceVersion | None = Field(
+        default=None, description="for a dropped file: the object version that was read (null for API jobs)"
+    )
     owner: str | None = Field(default=None, description="IAM principal that submitted it through the API")
     request_fingerprint: str | None = None
     created_at: str

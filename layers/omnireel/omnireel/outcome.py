@@ -73,6 +73,7 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "created_at": job.created_at,
         "updated_at": job.updated_at,
         "source": job.source,
+        "source_version": job.source_version.model_dump() if job.source_version else None,
         "request": job.request.model_dump(mode="json") if job.request else None,
         "stage_times": job.stage_times,
         "timings": job.timings(),

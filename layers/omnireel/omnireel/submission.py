@@ -5,7 +5,7 @@ from __future__ import annotations
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.errors import IdempotencyConflict
-from omnireel.job import Job, JobError, JobStatus, fingerprint, iso, job_id_for, new_job_id, now
+from omnireel.job import Job, JobError, JobStatus, SourceVersion, fingerprint, iso, job_id_for, new_job_id, now
 from omnireel.request import JobRequest
 
 
@@ -17,6 +17,7 @@ def submit_job(
     jobs: JobStore,
     workflow: Workflow,
     owner: str | None = None,
+    source_version: SourceVersion | None = None,
 ) -> tuple[Job, bool]:
     """Create the job (or find the one this natural key already made) and make sure it runs.
 
@@ -31,6 +32,7 @@ def submit_job(
         status=JobStatus.ACCEPTED,
         request=request,
         source=source,
+        source_version=source_version,
         owner=owner,
         request_fingerprint=fingerprint(request),
         created_at=stamp,
@@ -45,7 +47,9 @@ def submit_job(
     return job, created
 
 
-def reject_submission(*, natural_key: str, source: str, error: JobError, jobs: JobStore) -> Job:
+def reject_submission(
+    *, natural_key: str, source: str, error: JobError, jobs: JobStore, source_version: SourceVersion | None = None
+) -> Job:
     """Record an unreadable submission as a failed job so it gets its ``job.failed`` event."""
     stamp = iso(now())
     job = Job(
@@ -53,6 +57,7 @@ def reject_submission(*, natural_key: str, source: str, error: JobError, jobs: J
         status=JobStatus.FAILED,
         request=None,
         source=source,
+        source_version=source_version,
         created_at=stamp,
         updated_at=stamp,
         stage_times={JobStatus.FAILED.value: stamp},

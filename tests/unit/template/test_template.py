@@ -198,8 +198,26 @@ def test_artifacts_bucket_lifecycle_rules(cfn: dict[str, Any]) -> None:
     for rule in rules.values():
         assert rule["Status"] == "Enabled"
         assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
-    (inbox,) = props(cfn, "InboxBucket")["LifecycleConfiguration"]["Rules"]
-    assert (inbox["Prefix"], inbox["ExpirationInDays"]) == ("prompts/", {"Ref": "InboxPromptDays"})
+
+
+def test_inbox_bucket_is_versioned_and_expires_every_version(cfn: dict[str, Any]) -> None:
+    inbox = props(cfn, "InboxBucket")
+    assert inbox["VersioningConfiguration"] == {"Status": "Enabled"}
+    rules = {r["Id"]: r for r in inbox["LifecycleConfiguration"]["Rules"]}
+    assert set(rules) == {"expire-prompts", "remove-expired-delete-markers"}
+    prompts = rules["expire-prompts"]
+    assert (prompts["Prefix"], prompts["ExpirationInDays"]) == ("prompts/", {"Ref": "InboxPromptDays"})
+    assert prompts["NoncurrentVersionExpiration"] == {"NoncurrentDays": {"Ref": "InboxPromptDays"}}
+    assert rules["remove-expired-delete-markers"]["ExpiredObjectDeleteMarker"] is True
+    assert all(r["Status"] == "Enabled" and r["Prefix"] == "prompts/" for r in rules.values())
+
+
+def test_inbox_function_reads_and_tags_exact_versions_under_prompts_only(cfn: dict[str, Any]) -> None:
+    role = next(n for n, r in of_type(cfn, "AWS::IAM::Role").items() if n.startswith("InboxFunction"))
+    s3 = [s for r, s in _identity_statements(cfn) if r == role and any("s3:" in a for a in s["Action"])]
+    assert [sorted(s["Action"]) for s in s3] == [["s3:GetObjectVersion", "s3:PutObjectVersionTagging"]]
+    resource = s3[0]["Resource"]["Fn::Sub"]
+    assert resource.endswith("-inbox-${AWS::AccountId}-${AWS::Region}/prompts/*"), resource
 
 
 # ---------------------------------------------------------------- 6. observability

@@ -1,0 +1,75 @@
+"""Dropped files on the local stack: each upload is its own job, run with exactly the object version its S3 event
+names, through real S3 PUTs and their notifications (issue 9, defect 1)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import LocalStack
+from .helpers import JobEvents, aws_client, held_s3_events, job_of_version
+
+pytestmark = pytest.mark.e2e
+
+JOB_TIMEOUT_S = 150
+
+
+def _job(stack: LocalStack, job_id: str) -> dict:
+    return json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
+
+
+def test_an_overwrite_before_the_read_runs_each_upload_with_its_own_prompt(stack: LocalStack) -> None:
+    s3 = aws_client(stack, "s3")
+    bucket = stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"]
+    key = "prompts/overwrite/x.txt"
+    source = f"s3://{bucket}/{key}"
+    events = JobEvents(stack)
+    try:
+        # Both notifications arrive after the second upload (S3 may deliver late): reading the key would run "b" twice.
+        with held_s3_events(stack, "prompts/overwrite/"):
+            first = s3.put_object(Bucket=bucket, Key=key, Body=b"a")["VersionId"]
+            second = s3.put_object(Bucket=bucket, Key=key, Body=b"b")["VersionId"]
+        received = events.until(
+            lambda got: len({e["job_id"] for e in got if e["source"] == source}) >= 2, JOB_TIMEOUT_S
+        )
+    finally:
+        events.close()
+    terminal = {e["job_id"]: e for e in received if e["source"] == source}
+    assert sorted(e["prompt"] for e in terminal.values()) == ["a", "b"], "each upload must run with its own prompt"
+    for version, prompt in ((first, "a"), (second, "b")):
+        job_id = job_of_version(s3, bucket, key, version)  # the inbox tagged exactly this version with its job
+        assert terminal[job_id]["event_type"] == "job.succeeded", terminal[job_id]
+        assert terminal[job_id]["prompt"] == prompt
+        assert terminal[job_id]["source_version"]["version_id"] == version
+        job = _job(stack, job_id)  # GET /jobs/{id} through the front door
+        assert job["request"]["prompt"] == prompt and job["source_version"]["version_id"] == version
+
+
+def test_a_version_deleted_before_it_is_read_fails_its_job_with_the_reason(stack: LocalStack) -> None:
+    s3 = aws_client(stack, "s3")
+    bucket = stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"]
+    key = "prompts/vanishing/x.txt"
+    events = JobEvents(stack)
+    try:
+        with held_s3_events(stack, "prompts/vanishing/"):
+            gone = s3.put_object(Bucket=bucket, Key=key, Body=b"the deleted prompt")["VersionId"]
+            kept = s3.put_object(Bucket=bucket, Key=key, Body=b"the kept prompt")["VersionId"]
+            s3.delete_object(Bucket=bucket, Key=key, VersionId=gone)
+        kept_job = job_of_version(s3, bucket, key, kept)
+
+        def of(version: str, got: list[dict]) -> list[dict]:
+            return [e for e in got if (e.get("source_version") or {}).get("version_id") == version]
+
+        received = events.until(lambda got: of(gone, got) and of(kept, got), timeout=JOB_TIMEOUT_S)
+    finally:
+        events.close()
+    [failed] = of(gone, received)
+    assert failed["event_type"] == "job.failed" and failed["prompt"] is None
+    assert failed["source"] == f"s3://{bucket}/{key}"
+    assert failed["error"]["stage"] == "accept" and failed["error"]["code"] == "SourceVersionGone"
+    assert f"version {gone} of the file no longer exists" in failed["error"]["message"]
+    assert _job(stack, failed["job_id"])["status"] == "failed"
+    [succeeded] = of(kept, received)
+    assert succeeded["job_id"] == kept_job and succeeded["event_type"] == "job.succeeded"
+    assert succeeded["prompt"] == "the kept prompt"
