@@ -146,6 +146,8 @@ class Pipeline:
         iam = boto3.client("iam", region_name=REGION)
         for bucket in (self.artifacts_bucket, self.inbox_bucket):
             self.s3.create_bucket(Bucket=bucket)
+        # as template.yaml: every upload to the inbox is its own version, and its event names it
+        self.s3.put_bucket_versioning(Bucket=self.inbox_bucket, VersioningConfiguration={"Status": "Enabled"})
         self.ddb.create_table(
             TableName=self.table,
             AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
@@ -249,9 +251,18 @@ class Pipeline:
         response["json"] = json.loads(response["body"]) if response.get("body") else None
         return response
 
-    def s3_event(self, key: str, body: bytes, sequencer: str = "0A1B2C3D4E5F") -> dict:
-        self.s3.put_object(Bucket=self.inbox_bucket, Key=key, Body=body)
-        return s3_put_event(self.inbox_bucket, key, size=len(body), etag="etag", sequencer=sequencer)
+    def s3_event(self, key: str, body: bytes, sequencer: str = "0A1B2C3D4E5F", bucket: str | None = None) -> dict:
+        """Upload ``body`` and return the ObjectCreated event S3 sends for that upload (its version and ETag)."""
+        bucket = bucket or self.inbox_bucket
+        put = self.s3.put_object(Bucket=bucket, Key=key, Body=body)
+        return s3_put_event(
+            bucket,
+            key,
+            size=len(body),
+            etag=put["ETag"].strip('"'),
+            sequencer=sequencer,
+            version_id=put.get("VersionId"),
+        )
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.api("GET", f"/jobs/{job_id}")["json"]
@@ -404,8 +415,14 @@ def api_event(
     }
 
 
-def s3_put_event(bucket: str, key: str, *, size: int, etag: str, sequencer: str) -> dict[str, Any]:
-    """An S3 ObjectCreated:Put notification for one object (``key`` as S3 sends it: URL-encoded)."""
+def s3_put_event(
+    bucket: str, key: str, *, size: int, etag: str, sequencer: str, version_id: str | None = None
+) -> dict[str, Any]:
+    """An S3 ObjectCreated:Put notification for one object (``key`` as S3 sends it: URL-encoded; ``versionId`` only
+    for a versioning-enabled bucket, as S3 sends it)."""
+    obj: dict[str, Any] = {"key": key, "size": size, "eTag": etag, "sequencer": sequencer}
+    if version_id and version_id != "null":
+        obj["versionId"] = version_id
     return {
         "Records": [
             {
@@ -418,7 +435,7 @@ def s3_put_event(bucket: str, key: str, *, size: int, etag: str, sequencer: str)
                     "s3SchemaVersion": "1.0",
                     "configurationId": "prompts",
                     "bucket": {"name": bucket, "arn": f"arn:aws:s3:::{bucket}"},
-                    "object": {"key": key, "size": size, "eTag": etag, "sequencer": sequencer},
+                    "object": obj,
                 },
             }
         ]

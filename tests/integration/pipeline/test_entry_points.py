@@ -113,6 +113,54 @@ def test_a_new_upload_of_the_same_key_is_a_new_job(pipeline):
     assert len(pipeline.executions()) == 2
 
 
+def test_an_overwrite_before_the_read_runs_each_upload_with_its_own_prompt(pipeline):
+    first = pipeline.s3_event("prompts/x.txt", b"a", "01")
+    second = pipeline.s3_event("prompts/x.txt", b"b", "02")  # lands before the first event is handled
+    results = [pipeline.handlers["inbox"].handler(e, Context("inbox"))["results"][0] for e in (first, second)]
+    assert [r["status"] for r in results] == ["accepted", "accepted"]
+    jobs = [pipeline.job(r["job_id"]) for r in results]
+    assert [j["request"]["prompt"] for j in jobs] == ["a", "b"]
+    versions = [e["Records"][0]["s3"]["object"]["versionId"] for e in (first, second)]
+    assert [j["source_version"]["version_id"] for j in jobs] == versions
+    for result, version in zip(results, versions, strict=True):
+        tags = pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key="prompts/x.txt", VersionId=version)
+        assert {"Key": "omnireel-job-id", "Value": result["job_id"]} in tags["TagSet"]
+
+
+def test_a_version_deleted_before_the_read_is_a_job_failed_with_the_reason(pipeline):
+    gone = pipeline.s3_event("prompts/x.txt", b"a", "01")
+    pipeline.s3_event("prompts/x.txt", b"b", "02")
+    version = gone["Records"][0]["s3"]["object"]["versionId"]
+    pipeline.s3.delete_object(Bucket=pipeline.inbox_bucket, Key="prompts/x.txt", VersionId=version)
+    result = pipeline.handlers["inbox"].handler(gone, Context("inbox"))["results"][0]
+    assert result["status"] == "rejected" and f"version {version} of the file no longer exists" in result["reason"]
+    [event] = pipeline.consumer_events()
+    assert event["event_type"] == "job.failed" and event["job_id"] == result["job_id"]
+    assert event["error"] == {"stage": "accept", "code": "SourceVersionGone", "message": result["reason"]}
+    assert event["source_version"]["version_id"] == version and event["prompt"] is None
+    assert pipeline.executions() == []
+    current = pipeline.s3.get_object_tagging(Bucket=pipeline.inbox_bucket, Key="prompts/x.txt")["TagSet"]
+    assert current == [], "the newer upload is not this job's: it must not carry this job's tags"
+
+
+def test_an_unversioned_bucket_reads_the_upload_by_its_etag(pipeline):
+    bucket = f"plain-{pipeline.suffix}"
+    pipeline.s3.create_bucket(Bucket=bucket)
+    first = pipeline.s3_event("prompts/x.txt", b"a", "01", bucket=bucket)
+    second = pipeline.s3_event("prompts/x.txt", b"b", "02", bucket=bucket)  # overwrites in place
+    assert "versionId" not in first["Records"][0]["s3"]["object"]
+    overwritten = pipeline.handlers["inbox"].handler(first, Context("inbox"))["results"][0]
+    assert overwritten["status"] == "rejected" and "overwritten before it could be read" in overwritten["reason"]
+    newer = pipeline.handlers["inbox"].handler(second, Context("inbox"))["results"][0]
+    assert newer["status"] == "accepted" and pipeline.job(newer["job_id"])["request"]["prompt"] == "b"
+    assert pipeline.job(newer["job_id"])["source_version"] == {
+        "version_id": None,
+        "etag": second["Records"][0]["s3"]["object"]["eTag"],
+    }
+    again = pipeline.handlers["inbox"].handler(second, Context("inbox"))["results"][0]
+    assert again == {**newer, "status": "duplicate"}, "the same event delivered twice is one job"
+
+
 def test_a_job_is_visible_to_its_submitter_only(pipeline):
     job_id = pipeline.api("POST", "/jobs", {"prompt": "p"}, caller="alice")["json"]["job_id"]
     assert pipeline.api("GET", f"/jobs/{job_id}", caller="alice")["statusCode"] == 200

@@ -33,6 +33,7 @@ def test_api_events():
 def test_inbox_event():
     parsed = parse(event=load("inbox_s3_put.json"), model=S3Model)
     assert parsed.Records[0].s3.object.key.startswith("prompts/")
+    assert parsed.Records[0].s3.object.versionId, "the inbox bucket is versioned: S3 names the version in the event"
 
 
 @pytest.mark.parametrize(
