@@ -104,6 +104,9 @@ def describe(job: dict[str, Any]) -> list[str]:
         lines.append(f"  {'total':<24} {timings['total_s']:7.2f} s")
     for name, link in (job.get("artifacts") or {}).items():
         lines.append(f"  {name:<24} {link.get('s3_uri')}")
+    if job.get("source_version"):
+        version = job["source_version"]
+        lines.append(f"  source {job.get('source')} (version {version.get('version_id') or version.get('etag')})")
     if job.get("error"):
         error = job["error"]
         lines.append(f"  error: [{error.get('stage')}] {error.get('code')}: {error.get('message')}")
@@ -135,26 +138,30 @@ def download(job: dict[str, Any], directory: Path, names: tuple[str, ...] = ("im
 
 
 # ---------------------------------------------------------------- inbox
-def drop(target: Target, file: Path, key: str | None = None) -> str:
+def drop(target: Target, file: Path, key: str | None = None) -> tuple[str, str | None]:
+    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket)."""
     if not file.is_file():
         raise UsageError(f"no such file: {file}")
     bucket = target.output("InboxBucketName")
     key = key or f"prompts/{file.name}"
     content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
     try:
-        target.client("s3").put_object(Bucket=bucket, Key=key, Body=file.read_bytes(), ContentType=content_type)
+        put = target.client("s3").put_object(Bucket=bucket, Key=key, Body=file.read_bytes(), ContentType=content_type)
     except Exception as exc:
         raise InfraError(f"cannot upload {file} to s3://{bucket}/{key}: {exc}") from exc
-    return f"s3://{bucket}/{key}"
+    return f"s3://{bucket}/{key}", put.get("VersionId")
 
 
-def job_of_dropped(target: Target, uri: str, timeout: float) -> tuple[str, str]:
-    """The job id (and inbox status) the inbox function tagged the dropped object with."""
+def job_of_dropped(target: Target, uri: str, timeout: float, version_id: str | None = None) -> tuple[str, str]:
+    """The job id (and inbox status) the inbox function tagged the dropped object version with: this upload's job,
+    even if the key has been overwritten since (each upload is a version, and a job, of its own)."""
     bucket, _, key = uri[5:].partition("/")
     s3 = target.client("s3")
+    version = {"VersionId": version_id} if version_id and version_id != "null" else {}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])}
+        tagging = s3.get_object_tagging(Bucket=bucket, Key=key, **version)
+        tags = {t["Key"]: t["Value"] for t in tagging.get("TagSet", [])}
         if "omnireel-job-id" in tags:
             return tags["omnireel-job-id"], tags.get("omnireel-status", "")
         time.sleep(0.3)

@@ -201,12 +201,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_drop(args: argparse.Namespace) -> int:
     target = _target(args)
-    uri = jobs.drop(target, args.file, args.key)
+    uri, version_id = jobs.drop(target, args.file, args.key)
     if not args.wait:
         print(uri)
         return 0
-    print(f"uploaded {uri}", file=sys.stderr)
-    job_id, inbox_status = jobs.job_of_dropped(target, uri, timeout=min(args.timeout, 60))
+    print(f"uploaded {uri}" + (f" (version {version_id})" if version_id else ""), file=sys.stderr)
+    job_id, inbox_status = jobs.job_of_dropped(target, uri, timeout=min(args.timeout, 60), version_id=version_id)
     print(f"job {job_id} ({inbox_status})", file=sys.stderr)
     return _finish(target, job_id, args)
 

@@ -4,10 +4,15 @@ names, through real S3 PUTs and their notifications (issue 9, defect 1)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
-from .conftest import LocalStack
+from tests.integration.relay.relay_stack import stop_process
+
+from .conftest import ROOT, LocalStack, cli_command
 from .helpers import JobEvents, aws_client, held_s3_events, job_of_version
 
 pytestmark = pytest.mark.e2e
@@ -73,3 +78,34 @@ def test_a_version_deleted_before_it_is_read_fails_its_job_with_the_reason(stack
     [succeeded] = of(kept, received)
     assert succeeded["job_id"] == kept_job and succeeded["event_type"] == "job.succeeded"
     assert succeeded["prompt"] == "the kept prompt"
+
+
+def test_drop_wait_follows_its_own_upload_when_the_key_is_overwritten(stack: LocalStack, tmp_path: Path) -> None:
+    s3 = aws_client(stack, "s3")
+    bucket = stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"]
+    key = "prompts/cli-overwrite/x.txt"
+    mine = tmp_path / "mine.txt"
+    mine.write_text("my own prompt")
+    with held_s3_events(stack, "prompts/cli-overwrite/"):
+        dropping = subprocess.Popen(
+            [*cli_command(), "drop", str(mine), "--key", key, "--wait", "--json", "--timeout", str(JOB_TIMEOUT_S)],
+            env=stack.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            # someone else overwrites the key once the CLI's upload is in (its version is the first one)
+            deadline = time.monotonic() + 30
+            while not s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions"):
+                assert time.monotonic() < deadline and dropping.poll() is None, "the CLI did not upload"
+                time.sleep(0.1)
+            s3.put_object(Bucket=bucket, Key=key, Body=b"somebody else's prompt")
+        except BaseException:
+            stop_process(dropping)
+            raise
+    try:
+        out, err = dropping.communicate(timeout=JOB_TIMEOUT_S + 30)
+    finally:
+        stop_process(dropping)
+    assert dropping.returncode == 0, err
+    job = json.loads(out)
+    assert job["request"]["prompt"] == "my own prompt", "drop --wait must report the job of its own upload"
+    assert f"(version {job['source_version']['version_id']})" in err
