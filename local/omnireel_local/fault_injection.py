@@ -8,7 +8,8 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
   heartbeat/timeout.
 - ``sns_duplicate_rate``: the shim publishes the notification twice (SNS is at-least-once).
 - ``s3_event_duplicate_rate``: an S3 -> Lambda ObjectCreated event is delivered twice, byte-identical.
-- ``s3_event_hold``: ``{"prefix": "prompts/held-", "max_s": 60}``: S3 -> Lambda events for object keys under the prefix
+- ``s3_event_hold``: ``{"prefix": "prompts/held-", "max_s": 60}`` (or a list of prefixes): S3 -> Lambda events for
+  object keys under the prefix
   are held back (a late delivery, which S3 may do) until the prefix is taken out of the config, or ``max_s`` seconds
   at the latest (nothing is held forever). Lets a test change the bucket (overwrite, delete a version) between an
   upload and the inbox function's read, deterministically.
@@ -138,8 +139,9 @@ def duplicate_s3_event(key: str) -> bool:
 def s3_event_hold(object_key: str) -> float | None:
     """``max_s`` while ``s3_event_hold`` holds this object key's events back, else None (deliver now)."""
     spec = _current().get("s3_event_hold") or {}
-    prefix = spec.get("prefix")
-    if not prefix or not object_key.startswith(prefix):
+    prefixes = spec.get("prefix") or []
+    prefixes = [prefixes] if isinstance(prefixes, str) else prefixes
+    if not any(object_key.startswith(prefix) for prefix in prefixes):
         return None
     return float(spec.get("max_s", 60))
 

@@ -316,17 +316,17 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
             log.warning("S3 notification for a missing function %s", fn_arn)
             return
         s3 = (event_body.get("Records") or [{}])[0].get("s3", {})
+        s3_key = f"{s3.get('bucket', {}).get('name')}/{s3.get('object', {}).get('key')}"
         object_key = unquote_plus(s3.get("object", {}).get("key", ""))
-        held_s = fault_injection.s3_event_hold(object_key)  # off by default (fault_injection.py)
-        if held_s is not None:
+        held_s = fault_injection.s3_event_hold(object_key)  # off by default (fault_injection.py), as is:
+        deliveries = 2 if fault_injection.duplicate_s3_event(s3_key) else 1
+        for _ in range(deliveries):
+            if held_s is None:
+                invoker.submit(fn, json.dumps(event_body), "s3")
+                continue
             fault_injection.record("s3_event_hold", object_key, max_s=held_s)
             released = lambda: fault_injection.s3_event_hold(object_key) is None  # noqa: E731
             invoker.submit_held(fn, json.dumps(event_body), "s3", released, held_s)
-        else:
-            invoker.submit(fn, json.dumps(event_body), "s3")
-        s3_key = f"{s3.get('bucket', {}).get('name')}/{s3.get('object', {}).get('key')}"
-        if fault_injection.duplicate_s3_event(s3_key):  # off by default (fault_injection.py)
-            invoker.submit(fn, json.dumps(event_body), "s3")
 
     s3_notifications._invoke_awslambda = _invoke_awslambda
 
