@@ -174,17 +174,35 @@ class IsolatedStack:
         raise AssertionError("unreachable")
 
     def drop(self, request: dict[str, Any], name: str, timeout: float = 30) -> str:
+        return self.drop_versions([request], name, timeout)[0]
+
+    def drop_versions(self, requests: list[dict[str, Any]], name: str, timeout: float = 30) -> list[str]:
+        """Upload each request to ``prompts/<name>.json``, one right after the other (each upload is a version of
+        its own in the versioned inbox); returns the job id the inbox tagged each version with."""
         bucket = self.output("InboxBucketName")
         key = f"prompts/{name}.json"
         s3 = self.client("s3")
-        s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(request).encode(), ContentType="application/json")
+        versions = [
+            s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(r).encode(), ContentType="application/json")[
+                "VersionId"
+            ]
+            for r in requests
+        ]
+        job_ids: list[str] = []
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])}
-            if "omnireel-job-id" in tags:
-                return tags["omnireel-job-id"]
-            time.sleep(0.2)
-        raise TimeoutError(f"s3://{bucket}/{key} was not picked up within {timeout:.0f} s")
+        for version in versions:
+            while True:
+                tagging = s3.get_object_tagging(Bucket=bucket, Key=key, VersionId=version)
+                tags = {t["Key"]: t["Value"] for t in tagging.get("TagSet", [])}
+                if "omnireel-job-id" in tags:
+                    job_ids.append(tags["omnireel-job-id"])
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"s3://{bucket}/{key} version {version} was not picked up within {timeout:.0f} s"
+                    )
+                time.sleep(0.2)
+        return job_ids
 
     def job(self, job_id: str) -> dict[str, Any]:
         response = self.http.get(f"{self.state['api_url']}/jobs/{job_id}")

@@ -12,7 +12,9 @@ local stack's own hooks (``omnireel_local/fault_injection.py``: lost and duplica
 events, Lambda workers killed mid-step, async requests expiring in the queue). Lambda timeouts (not template
 parameters) are lowered through the local Lambda API (``UpdateFunctionConfiguration``) for the hang phase.
 
-Invariant, checked for every accepted job after the run: exactly one terminal event; the job record agrees with it
+Invariant, checked for every accepted job after the run: it is the job the user asked for (record and event carry
+the submitted prompt, also when the dropped file was overwritten at once); exactly one terminal event; the job record
+agrees with it
 (succeeded => record succeeded, video.mp4 exists with ContentType video/mp4 and decodes, event artifact URIs = record
 artifact URIs; failed => error {stage, code, message} equal in record and event, all non-empty); no event for a job
 nobody submitted (a duplicate S3 event must not create a second job).
@@ -66,7 +68,7 @@ class Phase:
     emulator: dict[str, dict[str, Any]] = field(default_factory=dict)
     platform: dict[str, Any] = field(default_factory=dict)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)  # logical -> UpdateFunctionConfiguration
-    via: str = "api"  # api | s3
+    via: str = "api"  # api | s3 | overwrite (each file uploaded twice at once, two versions: two jobs)
     concurrency: int = 6
     burst: bool = False  # submit all jobs at once (queue expiry)
 
@@ -100,6 +102,12 @@ def phases(scale: int, long: bool) -> list[Phase]:
             n,
             platform={"s3_event_duplicate_rate": 0.7},
             via="s3",
+        ),
+        Phase(
+            "overwrite",
+            "each prompt file uploaded twice at once to the same key (two versions, two jobs), jobs via inbox",
+            n,
+            via="overwrite",
         ),
         Phase(
             "lambda_crash",
@@ -163,6 +171,7 @@ class Job:
     via: str
     submitted_at: float
     key: str
+    prompt: str  # what the user submitted: the job must run exactly this
 
 
 @dataclass
@@ -202,6 +211,8 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
         problems.append({"job_id": job.job_id, "phase": job.phase, "kind": kind, "detail": detail})
 
     record = stack.job(job.job_id)
+    if (record.get("request") or {}).get("prompt") != job.prompt:
+        bad("wrong_prompt", f"record prompt {(record.get('request') or {}).get('prompt')!r}, submitted {job.prompt!r}")
     if not events:
         bad("lost", f"no terminal event; record status {record['status']}")
         return problems, record
@@ -213,6 +224,8 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     elif len({json.dumps({k: v for k, v in e.event.items() if k != "artifacts"}, sort_keys=True) for e in events}) > 1:
         bad("inconsistent_redelivery", f"{len(events)} deliveries of {ids.pop()} differ")
     event = events[0].event
+    if event.get("prompt") != job.prompt:
+        bad("wrong_prompt", f"event prompt {event.get('prompt')!r}, submitted {job.prompt!r}")
     if event["status"] != record["status"]:
         bad("status_mismatch", f"event {event['status']} vs record {record['status']}")
     if event["event_type"] != f"job.{event['status']}":
@@ -303,10 +316,19 @@ def run(
             ) -> None:
                 via = phase.via if phase.via != "mixed" else ("s3" if i % 4 == 0 else "api")
                 key = f"rel-{seed}-{i}"
-                job_id = stack.drop(request, key) if via == "s3" else stack.submit(request, key)
+                requests = [request]
+                if via == "overwrite":
+                    requests.append({**request, "prompt": f"{request['prompt']} (second upload)"})
+                    submitted_at = time.time()
+                    ids = stack.drop_versions(requests, key)
+                elif via == "s3":
+                    submitted_at, ids = time.time(), [stack.drop(request, key)]
+                else:
+                    submitted_at, ids = time.time(), [stack.submit(request, key)]
                 with lock:
-                    jobs[job_id] = Job(job_id, phase.name, via, time.time(), key)
-                    phase_jobs.append(job_id)
+                    for job_id, sent in zip(ids, requests, strict=True):
+                        jobs[job_id] = Job(job_id, phase.name, via, submitted_at, key, sent["prompt"])
+                        phase_jobs.append(job_id)
 
             def pending(ids: list[str], events: EventCollector = collector) -> list[str]:
                 done = events.terminal_ids()
@@ -533,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RELIABILITY_MD), help="markdown file to write, '-' for stdout only")
     parser.add_argument("--phase-timeout", type=float, default=180)
     args = parser.parse_args(argv)
-    per_phase = max(2, args.jobs // 15)  # 11 targeted phases x n + mixed 4n = 15n
+    per_phase = max(2, args.jobs // 17)  # 11 targeted phases x n + overwrite 2n + mixed 4n = 17n
     result = run(per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8)
     text = report(result, f".venv/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
     print(text)

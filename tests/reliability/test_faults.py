@@ -1,6 +1,6 @@
 """Fault-injection suite, short version (issue 6 item 1): every accepted job ends in exactly one terminal event.
 
-One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 11 fault phases of 3 jobs each
+One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 12 fault phases of 3 jobs each
 (bench/reliability.py has the phases, the invariant check and the long version). Seeded; bounded: each phase has a
 deadline, the whole run takes about 70 s on 2 cores.
 """
@@ -61,3 +61,13 @@ def test_expected_failure_reasons(result: RunResult) -> None:
 def test_truncated_mp4_never_yields_a_succeeded_job(result: RunResult) -> None:
     # A succeeded job whose video.mp4 does not decode with PyAV is a violation (check_job decodes every video).
     assert not result.violations_in({"malformed_video"})
+
+
+def test_an_overwritten_drop_runs_each_upload_with_its_own_prompt(result: RunResult) -> None:
+    # Each file was uploaded twice at once to one key: two versions, two jobs, each with the prompt of its own upload.
+    jobs = result.by_phase("overwrite")
+    assert len(jobs) == 2 * JOBS_PER_PHASE
+    assert sorted(Counter(j.key for j in jobs).values()) == [2] * JOBS_PER_PHASE
+    for job in jobs:
+        assert result.records[job.job_id]["request"]["prompt"] == job.prompt
+    assert not result.violations_in({"overwrite"})

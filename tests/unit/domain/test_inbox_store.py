@@ -1,4 +1,4 @@
-"""The inbox adapter's request shape (exactly the event's version) and error mapping, checked with botocore's Stubber."""
+"""The inbox adapter: it asks S3 for exactly the event's version, and maps S3's errors (botocore Stubber)."""
 
 import io
 
