@@ -541,10 +541,24 @@ The first run of this suite found three problems; all are fixed and covered by t
    keeps that list and the code in step (`tests/unit/domain/test_state_machine_rules.py`). This run also showed that
    the local shim expired queued requests only when a worker freed up; it now expires them at the TTL.
 
+4. **An overwritten drop ran the wrong prompt** (phase `overwrite`, added with issue 9). The inbox function read "the
+   key" when an event arrived, so uploading `prompts/x.txt` = "a" and at once "b" made two jobs that both ran "b".
+   Fixed: the inbox bucket is versioned, each S3 event is processed with exactly the object version it names
+   (`versionId`; `If-Match` on the event's ETag in an unversioned bucket), the job id derives from that version, and
+   a version deleted before the read fails its job with `SourceVersionGone`. The invariant now also checks that the
+   record and the event carry the prompt that was submitted.
+
 Everything else held: no job lost under lost notifications (reconciled from S3 about one heartbeat after the drop),
 duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events (one job per object), image 5xx /
 429 / hangs (retried, then `job.failed` with the reason), queue expiry (`VideoRequestExpired`) and non-PNG images
 (`MalformedModelOutput`).
+
+## What AWS enforces that the local stack enforces too
+
+- **S3 versioning**: the inbox bucket is versioned as the template declares; S3 events carry `versionId` (versioned
+  buckets only), `eTag`, `size` and `sequencer` as AWS sends them; a deleted version answers 404 `NoSuchVersion`, a
+  stale `If-Match` 412, a malformed version id 400 `InvalidArgument`, and a request naming a version is authorized as
+  the version's IAM action (`s3:GetObjectVersion`, `s3:PutObjectVersionTagging`) (local/README.md, moto patch 6).
 """
 
 

@@ -42,26 +42,33 @@ def owned_buckets(cfn: Any, stack: str, resources: list[dict[str, str]]) -> list
 
 
 def empty_bucket(s3: Any, bucket: str) -> int:
-    """Delete every object version and delete marker; returns how many were deleted."""
+    """Delete every object version and delete marker; returns how many were deleted.
+
+    Lists from the start again after each deleted page: paginating on while deleting would resume after a version
+    marker that no longer exists (moto then lists nothing more, and the bucket would be left with versions).
+    """
     deleted = 0
+    previous: list[dict[str, str]] = []
     try:
-        pages = s3.get_paginator("list_object_versions").paginate(Bucket=bucket)
-        for page in pages:
+        while True:
+            page = s3.list_object_versions(Bucket=bucket, MaxKeys=1000)
             keys = [
                 {"Key": v["Key"], "VersionId": v["VersionId"]}
                 for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
             ]
-            for start in range(0, len(keys), 1000):
-                batch = keys[start : start + 1000]
-                result = s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
-                if result.get("Errors"):
-                    raise RuntimeError(f"{bucket}: could not delete {result['Errors'][:3]}")
-                deleted += len(batch)
+            if not keys:
+                return deleted
+            if keys == previous:
+                raise RuntimeError(f"{bucket}: versions are not going away (object lock?): {keys[:3]}")
+            result = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+            if result.get("Errors"):
+                raise RuntimeError(f"{bucket}: could not delete {result['Errors'][:3]}")
+            deleted += len(keys)
+            previous = keys
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "NoSuchBucket":
-            return 0
+            return deleted
         raise
-    return deleted
 
 
 def still_there(session: Any, resource: dict[str, str]) -> bool:
