@@ -58,8 +58,9 @@ class InboxStore:
         return response["Body"].read()
 
     def tag(self, bucket: str, key: str, version: SourceVersion, tags: dict[str, str]) -> bool:
-        """Tag the version (IAM: s3:PutObjectVersionTagging). A courtesy: the job record and event are the truth, so a
-        failure is logged and reported (False), never raised."""
+        """Tag the version (IAM: s3:PutObjectVersionTagging). In an unversioned bucket only the key can be named, so
+        an upload that landed after the read would carry these tags: there, tags are best effort. A courtesy either
+        way: the job record and event are the truth, so a failure is logged and reported (False), never raised."""
         target: dict[str, Any] = {k: v for k, v in pinned(version).items() if k == "VersionId"}
         try:
             self._s3.put_object_tagging(
