@@ -88,24 +88,25 @@ def aws_client(stack, service: str):  # type: ignore[no-untyped-def]
     )
 
 
+def platform_faults(stack, config: dict) -> None:  # type: ignore[no-untyped-def]
+    """The local stack's own fault hooks (omnireel_local/fault_injection.py), effective on the next event."""
+    path = stack.home / "fault-injection.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(config))
+    tmp.replace(path)
+    stamp = time.time_ns()  # a distinct mtime for every write, even within one filesystem tick
+    os.utime(path, ns=(stamp, stamp))
+
+
 @contextlib.contextmanager
 def held_s3_events(stack, prefix: str, max_s: float = 60) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """S3 -> Lambda events for keys under ``prefix`` are delivered only when the block ends (the local stack's
     ``s3_event_hold`` fault hook: a late delivery, as S3 may make), so the test can change the bucket in between."""
-    path = stack.home / "fault-injection.json"
-
-    def write(config: dict) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(config))
-        tmp.replace(path)
-        stamp = time.time_ns()  # a distinct mtime for every write, even within one filesystem tick
-        os.utime(path, ns=(stamp, stamp))
-
-    write({"s3_event_hold": {"prefix": prefix, "max_s": max_s}})
+    platform_faults(stack, {"s3_event_hold": {"prefix": prefix, "max_s": max_s}})
     try:
         yield
     finally:
-        write({})
+        platform_faults(stack, {})
 
 
 class JobEvents:

@@ -12,8 +12,6 @@ silence. Cases that need an event S3 never sends (``event_only``) run in-process
 from __future__ import annotations
 
 import json
-import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 from tests.corpus.loader import CORPUS, expand, load_cases, params
 
 from .conftest import LocalStack
-from .helpers import JobEvents, aws_client
+from .helpers import JobEvents, aws_client, platform_faults
 
 pytestmark = pytest.mark.e2e
 
@@ -56,15 +54,6 @@ def uploaded_prompt(key: str, body: bytes) -> str:
     return json.loads(text)["prompt"] if key.lower().endswith(".json") else text.strip()
 
 
-def _write_faults(stack: LocalStack, config: dict[str, Any]) -> None:
-    path = stack.home / "fault-injection.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(config))
-    tmp.replace(path)
-    stamp = time.time_ns()  # a distinct mtime for every write, even within one filesystem tick
-    os.utime(path, ns=(stamp, stamp))
-
-
 @pytest.fixture(scope="module")
 def corpus(stack: LocalStack) -> dict[str, Outcome]:
     s3, ddb = aws_client(stack, "s3"), aws_client(stack, "dynamodb")
@@ -75,7 +64,7 @@ def corpus(stack: LocalStack) -> dict[str, Outcome]:
     try:
         # Every S3 event is delivered twice; the events of files that must vanish are held back until their version
         # has been deleted (a late delivery, which S3 may make).
-        _write_faults(stack, {"seed": 9, "s3_event_duplicate_rate": 1.0, "s3_event_hold": {"prefix": vanishing}})
+        platform_faults(stack, {"seed": 9, "s3_event_duplicate_rate": 1.0, "s3_event_hold": {"prefix": vanishing}})
         try:
             for case in REAL_CASES:
                 key, body = expand(case["key"]), content(case)
@@ -84,12 +73,9 @@ def corpus(stack: LocalStack) -> dict[str, Outcome]:
                     s3.delete_object(Bucket=bucket, Key=key, VersionId=version)
                 outcomes[case["id"]] = Outcome(key, body, version)
         finally:
-            _write_faults(stack, {})
+            platform_faults(stack, {})
         delivered = {
-            o.version
-            for c in REAL_CASES
-            if expectation(c)["status"] in ("accepted", "rejected")
-            for o in [outcomes[c["id"]]]
+            outcomes[c["id"]].version for c in REAL_CASES if expectation(c)["status"] in ("accepted", "rejected")
         }
 
         def all_terminal(received: list[dict[str, Any]]) -> bool:

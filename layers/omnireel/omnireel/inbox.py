@@ -97,6 +97,9 @@ def accept_inbox_object(
             error=JobError(stage="accept", code=exc.code, message=exc.message),
             jobs=jobs,
         )
+        # Tag before the event goes out, so whoever receives job.failed finds the upload tagged too.
+        if not isinstance(exc, SourceVersionGone):  # nothing of ours is left to tag
+            _tag(inbox, bucket, key, version, job.job_id, "rejected", exc.message)
         finish_job(
             job.job_id,
             JobStatus.FAILED,
@@ -106,8 +109,6 @@ def accept_inbox_object(
             publisher=publisher,
             presign_seconds=presign_seconds,
         )
-        if not isinstance(exc, SourceVersionGone):  # nothing of ours is left to tag
-            _tag(inbox, bucket, key, version, job.job_id, "rejected", exc.message)
         logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": exc.message})
         return InboxOutcome(key, job.job_id, "rejected", exc.message)
     job, created = submit_job(
