@@ -33,8 +33,8 @@ def test_an_overwrite_before_the_read_runs_each_upload_with_its_own_prompt(stack
     try:
         # Both notifications arrive after the second upload (S3 may deliver late): reading the key would run "b" twice.
         with held_s3_events(stack, "prompts/overwrite/"):
-            first = s3.put_object(Bucket=bucket, Key=key, Body=b"a")["VersionId"]
-            second = s3.put_object(Bucket=bucket, Key=key, Body=b"b")["VersionId"]
+            first = s3.put_object(Bucket=bucket, Key=key, Body=b"a")
+            second = s3.put_object(Bucket=bucket, Key=key, Body=b"b")
         received = events.until(
             lambda got: len({e["job_id"] for e in got if e["source"] == source}) >= 2, JOB_TIMEOUT_S
         )
@@ -42,13 +42,14 @@ def test_an_overwrite_before_the_read_runs_each_upload_with_its_own_prompt(stack
         events.close()
     terminal = {e["job_id"]: e for e in received if e["source"] == source}
     assert sorted(e["prompt"] for e in terminal.values()) == ["a", "b"], "each upload must run with its own prompt"
-    for version, prompt in ((first, "a"), (second, "b")):
-        job_id = job_of_version(s3, bucket, key, version)  # the inbox tagged exactly this version with its job
+    for put, prompt in ((first, "a"), (second, "b")):
+        job_id = job_of_version(s3, bucket, key, put["VersionId"])  # the inbox tagged exactly this version
         assert terminal[job_id]["event_type"] == "job.succeeded", terminal[job_id]
         assert terminal[job_id]["prompt"] == prompt
-        assert terminal[job_id]["source_version"]["version_id"] == version
+        # what S3's notification named, as AWS sends it: the version and its (unquoted) ETag
+        assert terminal[job_id]["source_version"] == {"version_id": put["VersionId"], "etag": put["ETag"].strip('"')}
         job = _job(stack, job_id)  # GET /jobs/{id} through the front door
-        assert job["request"]["prompt"] == prompt and job["source_version"]["version_id"] == version
+        assert job["request"]["prompt"] == prompt and job["source_version"]["version_id"] == put["VersionId"]
 
 
 def test_a_version_deleted_before_it_is_read_fails_its_job_with_the_reason(stack: LocalStack) -> None:
