@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.integration.relay.relay_stack import stop_process
 
@@ -110,3 +111,49 @@ def test_drop_wait_follows_its_own_upload_when_the_key_is_overwritten(stack: Loc
     job = json.loads(out)
     assert job["request"]["prompt"] == "my own prompt", "drop --wait must report the job of its own upload"
     assert f"(version {job['source_version']['version_id']})" in err
+
+
+def _notified(sqs, queue_url: str, timeout: float = 30) -> dict:  # type: ignore[no-untyped-def]
+    """The next ObjectCreated record S3 sent to this queue (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1).get("Messages", []):
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            records = json.loads(message["Body"]).get("Records") or []
+            if records:
+                return records[0]["s3"]["object"]
+    raise AssertionError(f"no S3 notification within {timeout:.0f} s")
+
+
+def test_the_local_stack_answers_versioned_s3_requests_as_aws_does(stack: LocalStack) -> None:
+    s3, sqs = aws_client(stack, "s3"), aws_client(stack, "sqs")
+    queue = sqs.create_queue(QueueName="e2e-s3-notifications")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for bucket, versioned in (("e2e-versioned", True), ("e2e-unversioned", False)):
+        s3.create_bucket(Bucket=bucket)
+        if versioned:
+            s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_bucket_notification_configuration(
+            Bucket=bucket,
+            NotificationConfiguration={"QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]},
+        )
+        put = s3.put_object(Bucket=bucket, Key="k.txt", Body=b"first")
+        notified = _notified(sqs, queue)
+        # The event names the upload as AWS does: versionId only for a versioning-enabled bucket, eTag unquoted.
+        assert notified["eTag"] == put["ETag"].strip('"') and notified["size"] == 5 and notified["sequencer"]
+        assert notified.get("versionId") == (put["VersionId"] if versioned else None), notified
+    first = s3.put_object(Bucket="e2e-versioned", Key="x.txt", Body=b"a")
+    s3.put_object(Bucket="e2e-versioned", Key="x.txt", Body=b"b")
+    assert s3.get_object(Bucket="e2e-versioned", Key="x.txt", VersionId=first["VersionId"])["Body"].read() == b"a"
+    s3.delete_object(Bucket="e2e-versioned", Key="x.txt", VersionId=first["VersionId"])
+    cases = [
+        ({"Bucket": "e2e-versioned", "VersionId": first["VersionId"]}, 404, "NoSuchVersion"),  # a deleted version
+        ({"Bucket": "e2e-versioned", "VersionId": "not a version id"}, 400, "InvalidArgument"),  # malformed
+        ({"Bucket": "e2e-unversioned", "IfMatch": first["ETag"]}, 412, "PreconditionFailed"),  # another upload's ETag
+    ]
+    for arguments, status, code in cases:
+        with pytest.raises(ClientError) as raised:
+            s3.get_object(Key="x.txt" if "VersionId" in arguments else "k.txt", **arguments)
+        error = raised.value.response
+        assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (status, code), arguments
+    sqs.delete_queue(QueueUrl=queue)
