@@ -155,6 +155,10 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
 
     # 2. Step Functions (execute mode): StartExecution without `name` creates an execution literally named "None",
     #    and a second unnamed start then fails. AWS generates a UUID name; so do we.
+    #    Named starts need no change (verified for moto 5.2.5; tests/e2e/test_executions.py pins it, so an upgrade
+    #    that loosens it fails): as on AWS, a name stays taken after its execution closes (AWS: 90 days; locally for
+    #    the stack's life), and a repeat is idempotent only for the same name and input while the execution runs -
+    #    a closed name or another input answers ExecutionAlreadyExists (StateMachine._handle_name_input_idempotency).
     original_start = StepFunctionsParserBackend.start_execution
 
     def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:

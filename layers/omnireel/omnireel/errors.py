@@ -91,6 +91,18 @@ class VideoTimedOut(OmnireelError):
     code = "VideoTimedOut"
 
 
+class ExecutionNameTaken(OmnireelError):
+    """StartExecution refused the job's execution name and the execution holding it is not this job's."""
+
+    code = "ExecutionNameTaken"
+
+
+class JobDeadlineExceeded(OmnireelError):
+    """The safety net found the job still not terminal after its deadline (see ``omnireel/deadline.py``)."""
+
+    code = "JobDeadlineExceeded"
+
+
 class PublishFailed(OmnireelError):
     code = "PublishFailed"
     retryable = True
