@@ -159,10 +159,16 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
     #    that loosens it fails): as on AWS, a name stays taken after its execution closes (AWS: 90 days; locally for
     #    the stack's life), and a repeat is idempotent only for the same name and input while the execution runs -
     #    a closed name or another input answers ExecutionAlreadyExists (StateMachine._handle_name_input_idempotency).
+    #    (Fault injection, off by default: `sfn_start_failure_rate` throttles starts; fault_injection.py.)
     original_start = StepFunctionsParserBackend.start_execution
 
     def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
-        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        name = name or str(uuid.uuid4())
+        if fault_injection.start_execution_failure(name):
+            from moto.core.exceptions import AWSError
+
+            raise AWSError("Rate exceeded (injected)", exception_type="ThrottlingException", status=400)
+        return original_start(self, state_machine_arn, name, *args, **kwargs)
 
     StepFunctionsParserBackend.start_execution = start_execution
 

@@ -40,8 +40,8 @@ def fail_overdue_jobs(
         if job is None or job.status.terminal:  # the index is eventually consistent; the record is not
             continue
         error = JobDeadlineExceeded(
-            f"the job was still {job.status.value} {deadline_seconds} s after it was accepted (its deadline); "
-            f"execution {job.execution} never ended it"
+            f"no terminal event {deadline_seconds} s after the job was accepted (its deadline): it was still "
+            f"{job.status.value} and its execution {job.execution} never ended it"
         )
         cause = json.dumps(error.to_dict())
         event = finish_job(

@@ -40,7 +40,8 @@ def test_a_reused_idempotency_key_after_the_record_expired_runs_a_new_job_to_its
     job_id = post(pipeline, "order-ttl")
     first_execution = pipeline.execution_arn(job_id)
     run_to_success(pipeline, job_id)
-    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+    (first_event,) = pipeline.consumer_events()
+    assert first_event["event_type"] == "job.succeeded"
 
     expire_record(pipeline, job_id)
     again = post(pipeline, "order-ttl")
@@ -52,6 +53,8 @@ def test_a_reused_idempotency_key_after_the_record_expired_runs_a_new_job_to_its
     assert pipeline.job(job_id)["status"] == "succeeded"
     events = pipeline.consumer_events()
     assert [(e["event_type"], e["job_id"]) for e in events] == [("job.succeeded", job_id)]
+    # A consumer that de-duplicates on event_id must not drop the new record's event as a redelivery of the old one.
+    assert events[0]["event_id"] != first_event["event_id"]
     assert sorted(e["name"] for e in pipeline.executions()) == sorted(
         arn.rsplit(":", 1)[1] for arn in (first_execution, pipeline.execution_arn(job_id))
     )
@@ -115,7 +118,7 @@ def test_a_job_whose_execution_never_started_gets_exactly_one_job_failed_from_th
     job = pipeline.job(stuck)
     assert job["status"] == "failed"
     assert job["error"]["stage"] == "accept" and job["error"]["code"] == "JobDeadlineExceeded"
-    assert "still accepted" in job["error"]["message"]
+    assert "it was still accepted" in job["error"]["message"]
     events = [e for e in pipeline.consumer_events() if e["job_id"] == stuck]
     assert [(e["event_type"], e["error"]["code"]) for e in events] == [("job.failed", "JobDeadlineExceeded")]
     assert pipeline.job(running)["status"] != "failed"
