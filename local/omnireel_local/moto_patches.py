@@ -312,8 +312,26 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
 
     StepFunctionResponse.send_task_failure = send_task_failure
 
+    # 9. EventBridge: moto treats a rule without an event pattern as matching EVERY event, so a schedule rule (the
+    #    job deadline's FailOverdueJobs, run locally by schedules.py) received each PutEvents of a job event and moto
+    #    failed the whole PutEvents with a 500 ("Expr not defined" for its Lambda target); the publisher then retried
+    #    and SNS delivered the job event twice. In AWS a schedule rule is triggered by its schedule only.
+    from moto.events.models import Rule
+
+    original_send_to_targets = Rule.send_to_targets
+
+    def send_to_targets(self: Any, event: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "scheduled_expression", None) and not self.event_pattern.get_pattern():
+            return None
+        return original_send_to_targets(self, event, *args, **kwargs)
+
+    Rule.send_to_targets = send_to_targets
+
     _applied = True
-    log.info("moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda", MOTO_VERSION)
+    log.info(
+        "moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda, schedule rules",
+        MOTO_VERSION,
+    )
     return invoker
 
 
