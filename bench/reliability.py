@@ -69,6 +69,9 @@ class Phase:
     via: str = "api"  # api | s3
     concurrency: int = 6
     burst: bool = False  # submit all jobs at once (queue expiry)
+    # The same Idempotency-Key again after the job's record expired (DynamoDB TTL, simulated by deleting the item
+    # once the first terminal event arrived): a second record of the same job id, which must run and end again.
+    reuse_after_expiry: bool = False
 
 
 def phases(scale: int, long: bool) -> list[Phase]:
@@ -114,6 +117,12 @@ def phases(scale: int, long: bool) -> list[Phase]:
             {"videos": {"latency_s": 2.0}},
             {"request_ttl_cap_s": 0.5},
             burst=True,
+        ),
+        Phase(
+            "ttl_reuse",
+            "each key submitted, finished, its record deleted (TTL expiry), then submitted again: 2 records per job id",
+            n,
+            reuse_after_expiry=True,
         ),
         Phase("malformed_image", "image container returns non-PNG bytes (rate 0.6)", n, {"images": MALFORMED}),
         Phase("malformed_video", "video container returns a truncated MP4 (rate 0.6)", n, {"videos": MALFORMED}),
@@ -163,6 +172,7 @@ class Job:
     via: str
     submitted_at: float
     key: str
+    records: int = 1  # ttl_reuse: the key made this many records (one terminal event each)
 
 
 @dataclass
@@ -205,6 +215,12 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     if not events:
         bad("lost", f"no terminal event; record status {record['status']}")
         return problems, record
+    if job.records > 1:  # one terminal event per record; the checks below compare the current record with its own
+        order = list(dict.fromkeys(e.event["event_id"] for e in events))
+        if len(order) != job.records:
+            bad("events_per_record", f"{len(order)} distinct terminal events for {job.records} records of the key")
+            return problems, record
+        events = [e for e in events if e.event["event_id"] == order[-1]]
     # SNS delivery is at-least-once: the contract is one terminal event per job *per event_id*; consumers
     # de-duplicate redeliveries on event_id. Two different event_ids, or copies that differ, break the invariant.
     ids = {e.event["event_id"] for e in events}
@@ -246,6 +262,19 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
         if not error_event or not all(error_event.get(k) for k in ("stage", "code", "message")):
             bad("error_incomplete", json.dumps(error_event))
     return problems, record
+
+
+def _expire_when_done(stack: IsolatedStack, collector: EventCollector, job_id: str, deadline: float) -> bool:
+    """Wait (bounded) for the job's terminal event, then delete its record as DynamoDB TTL does after JobTtlDays.
+
+    False if no terminal event came by ``deadline`` (the record is kept; the job is then reported unfinished)."""
+    while not collector.terminal(job_id):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    table = stack.state["provisioned"]["resources"]["JobsTable"]["id"]
+    stack.client("dynamodb").delete_item(TableName=table, Key={"job_id": {"S": job_id}})
+    return True
 
 
 def _apply_phase(stack: IsolatedStack, phase: Phase, seed: int, originals: dict[str, dict[str, Any]]) -> None:
@@ -291,6 +320,7 @@ def run(
             for kind in ("images", "videos"):
                 stack.emulator_stats(kind, reset=True)
             t0 = time.monotonic()
+            deadline = t0 + phase_timeout_s * (2 if phase.reuse_after_expiry else 1)  # two runs per job, in turn
             phase_jobs: list[str] = []
             lock = threading.Lock()
 
@@ -300,19 +330,23 @@ def run(
                 phase: Phase = phase,
                 lock: threading.Lock = lock,
                 phase_jobs: list[str] = phase_jobs,
+                deadline: float = deadline,
+                events: EventCollector = collector,
             ) -> None:
                 via = phase.via if phase.via != "mixed" else ("s3" if i % 4 == 0 else "api")
                 key = f"rel-{seed}-{i}"
                 job_id = stack.drop(request, key) if via == "s3" else stack.submit(request, key)
+                records = 1
+                if phase.reuse_after_expiry and _expire_when_done(stack, events, job_id, deadline):
+                    assert stack.submit(request, key) == job_id  # same key + caller: same job id, new record
+                    records = 2
                 with lock:
-                    jobs[job_id] = Job(job_id, phase.name, via, time.time(), key)
+                    jobs[job_id] = Job(job_id, phase.name, via, time.time(), key, records)
                     phase_jobs.append(job_id)
 
             def pending(ids: list[str], events: EventCollector = collector) -> list[str]:
-                done = events.terminal_ids()
-                return [j for j in ids if j not in done]
+                return [j for j in ids if len({r.event["event_id"] for r in events.terminal(j)}) < jobs[j].records]
 
-            deadline = t0 + phase_timeout_s
             with ThreadPoolExecutor(max_workers=8) as pool:
                 futures = []
                 for _ in range(phase.jobs):
@@ -407,8 +441,10 @@ def report(result: RunResult, command: str) -> str:
     distinct: dict[str, set[str]] = defaultdict(set)
     for received in result.events:
         distinct[received.event.get("job_id")].add(received.event.get("event_id"))
-    duplicates = [j for j in result.jobs if len(distinct[j]) > 1]
-    redelivered = [j for j in result.jobs if count[j] > 1 and len(distinct[j]) == 1]
+    # One terminal event per job *record* (a ttl_reuse key makes two records of one job id).
+    duplicates = [j for j, job in result.jobs.items() if len(distinct[j]) > job.records]
+    redelivered = [j for j, job in result.jobs.items() if count[j] > job.records and len(distinct[j]) == job.records]
+    remade = [j for j, job in result.jobs.items() if job.records > 1]
 
     injected: Counter[str] = Counter()
     for kinds in result.emulator_outcomes.values():
@@ -437,7 +473,7 @@ def report(result: RunResult, command: str) -> str:
                 o["succeeded"],
                 o["failed"],
                 o["lost"],
-                sum(1 for j in ids if count[j] > 1),  # deliveries, incl. same-event_id redeliveries
+                sum(1 for j in ids if count[j] > result.jobs[j].records),  # incl. same-event_id redeliveries
                 _pcts(lat),
                 f"{seconds:.0f}",
                 ", ".join(f"{k} x{v}" for k, v in codes[name].most_common()) or "-",
@@ -463,6 +499,8 @@ def report(result: RunResult, command: str) -> str:
         f"- jobs with more than one terminal event (distinct `event_id`s): **{len(duplicates)}**",
         f"- jobs whose one terminal event was delivered more than once (same `event_id`; consumers de-duplicate): "
         f"**{len(redelivered)}**",
+        f"- job records made again with the same key after the first expired (`ttl_reuse`): **{len(remade)}**, "
+        f"with a terminal event each: **{sum(1 for j in remade if len(distinct[j]) == result.jobs[j].records)}**",
         f"- invariant violations: **{len(result.violations)}**"
         + (f" ({', '.join(f'{k} x{v}' for k, v in kinds.most_common())})" if kinds else ""),
         "",
@@ -533,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RELIABILITY_MD), help="markdown file to write, '-' for stdout only")
     parser.add_argument("--phase-timeout", type=float, default=180)
     args = parser.parse_args(argv)
-    per_phase = max(2, args.jobs // 15)  # 11 targeted phases x n + mixed 4n = 15n
+    per_phase = max(2, args.jobs // (len(phases(1, long=False)) + 4))  # targeted phases x n + mixed 4n
     result = run(per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8)
     text = report(result, f".venv/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
     print(text)

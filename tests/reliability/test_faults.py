@@ -1,6 +1,6 @@
 """Fault-injection suite, short version (issue 6 item 1): every accepted job ends in exactly one terminal event.
 
-One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 11 fault phases of 3 jobs each
+One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 12 fault phases of 3 jobs each
 (bench/reliability.py has the phases, the invariant check and the long version). Seeded; bounded: each phase has a
 deadline, the whole run takes about 70 s on 2 cores.
 """
@@ -61,3 +61,16 @@ def test_expected_failure_reasons(result: RunResult) -> None:
 def test_truncated_mp4_never_yields_a_succeeded_job(result: RunResult) -> None:
     # A succeeded job whose video.mp4 does not decode with PyAV is a violation (check_job decodes every video).
     assert not result.violations_in({"malformed_video"})
+
+
+def test_a_key_reused_after_its_record_expired_runs_again_with_its_own_terminal_event(result: RunResult) -> None:
+    # ttl_reuse: each job's record was deleted after its terminal event (DynamoDB TTL), then the same
+    # Idempotency-Key was posted again. Before issue 9 the second record's StartExecution hit the old, closed
+    # execution's name and the job stayed `accepted` with no event ("lost").
+    reused = result.by_phase("ttl_reuse")
+    assert len(reused) == JOBS_PER_PHASE and all(job.records == 2 for job in reused)
+    for job in reused:
+        ids = {e.event["event_id"] for e in result.events if e.event.get("job_id") == job.job_id}
+        assert len(ids) == 2, f"{job.job_id}: {len(ids)} distinct terminal events for 2 records"
+        assert result.records[job.job_id]["status"] in ("succeeded", "failed")
+    assert not result.violations_in({"ttl_reuse"})
