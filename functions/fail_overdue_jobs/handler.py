@@ -1,4 +1,4 @@
-"""Safety net on a schedule: a job still not terminal after its deadline is failed, with its one job.failed event.
+"""Safety net on a schedule: a job no execution will end is failed, with its one job.failed event (omnireel.deadline).
 
 An EventBridge schedule rule invokes this every few minutes (asynchronously: retries, then the on-failure queue).
 It reads only the jobs table's open-jobs index, so its cost follows the number of open jobs, not of all jobs.
@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
 from omnireel.deadline import fail_overdue_jobs
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.settings import DeadlineSettings
@@ -18,6 +19,7 @@ settings = DeadlineSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+workflow = Workflow(settings.state_machine_arn)
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -28,6 +30,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
     failed = fail_overdue_jobs(
         deadline_seconds=settings.job_deadline_seconds,
         jobs=jobs,
+        workflow=workflow,
         artifacts=artifacts,
         publisher=publisher,
         presign_seconds=settings.presign_seconds,

@@ -97,6 +97,12 @@ class ExecutionNameTaken(OmnireelError):
     code = "ExecutionNameTaken"
 
 
+class WorkflowNotStarted(OmnireelError):
+    """The job has been ``accepted`` for a while and its execution does not exist (StartExecution never succeeded)."""
+
+    code = "WorkflowNotStarted"
+
+
 class JobDeadlineExceeded(OmnireelError):
     """The safety net found the job still not terminal after its deadline (see ``omnireel/deadline.py``)."""
 

@@ -76,3 +76,4 @@ class PublishSettings(JobStoreSettings, ArtifactSettings):
 class DeadlineSettings(PublishSettings):
     # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
     job_deadline_seconds: int = Field(ge=1)
+    state_machine_arn: str

@@ -138,3 +138,30 @@ def scheduled_event():
         "resources": ["arn:aws:events:us-east-1:123456789012:rule/sweep"],
         "detail": {},
     }
+
+
+def test_a_job_whose_execution_never_started_is_failed_after_the_start_grace_not_the_whole_deadline(
+    pipeline, monkeypatch
+):
+    workflow = pipeline.handlers["api"].workflow
+    monkeypatch.setattr(workflow, "start", lambda job_id, name: (_ for _ in ()).throw(ConnectionError("throttled")))
+    with pytest.raises(ConnectionError):
+        pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-unstarted"})
+    monkeypatch.undo()
+    (stuck,) = [item["job_id"]["S"] for item in pipeline.ddb.scan(TableName=pipeline.table)["Items"]]
+    started = post(pipeline, "order-started")
+    pipeline.wait(lambda: pipeline.executions(), what="the started job's execution")
+    sweep = pipeline.handlers["fail_overdue_jobs"]
+
+    # Both jobs are older than the start grace, far younger than the deadline: only the unstarted one is failed.
+    at = parse_time(pipeline.job(started)["created_at"]) + timedelta(seconds=deadline.START_GRACE_SECONDS + 1)
+    monkeypatch.setattr(deadline, "now", lambda: at)
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": [stuck]}
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": []}
+    job = pipeline.job(stuck)
+    assert (job["status"], job["error"]["stage"], job["error"]["code"]) == ("failed", "accept", "WorkflowNotStarted")
+    events = [e for e in pipeline.consumer_events() if e["job_id"] == stuck]
+    assert [(e["event_type"], e["error"]["code"]) for e in events] == [("job.failed", "WorkflowNotStarted")]
+    assert pipeline.job(started)["status"] != "failed"
+    # The same key again now returns the failed job (the record lives until TTL): the caller submits anew.
+    assert pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-unstarted"})["json"]["status"] == "failed"

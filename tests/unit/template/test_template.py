@@ -489,7 +489,7 @@ def test_open_jobs_index_is_sparse_and_the_sweeper_may_only_query_it(sam: dict[s
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["FailOverdueJobsFunction", "Arn"]}
 
 
-@pytest.mark.parametrize("function", ["ApiFunction", "InboxFunction"])
+@pytest.mark.parametrize("function", ["ApiFunction", "InboxFunction", "FailOverdueJobsFunction"])
 def test_starting_functions_may_describe_only_their_executions(cfn: dict[str, Any], function: str) -> None:
     statements = [
         s for policy in props(cfn, f"{function}Role")["Policies"] for s in policy["PolicyDocument"]["Statement"]

@@ -117,8 +117,8 @@ class JobStore:
             raise JobConflict(f"job {job_id} cannot move from {current.status.value} to {target.value}") from exc
         return _from_item(result["Attributes"])
 
-    def open_before(self, cutoff: str, limit: int = 100) -> list[str]:
-        """Ids of non-terminal jobs created before ``cutoff`` (ISO time), oldest first per shard; at most ``limit``."""
+    def open_before(self, cutoff: str, per_shard: int = 100) -> list[str]:
+        """Ids of non-terminal jobs created before ``cutoff`` (ISO time): the oldest ``per_shard`` of each shard."""
         found: list[str] = []
         for shard in OPEN_SHARDS:
             kwargs: dict[str, Any] = {
@@ -127,13 +127,16 @@ class JobStore:
                 "ExpressionAttributeValues": {":shard": shard, ":cutoff": cutoff},
                 "ProjectionExpression": "job_id",
             }
-            while len(found) < limit:
-                page = self._table.query(Limit=limit - len(found), **kwargs)
-                found += [item["job_id"] for item in page.get("Items", [])]
+            taken = 0
+            while taken < per_shard:
+                page = self._table.query(Limit=per_shard - taken, **kwargs)
+                items = page.get("Items", [])
+                found += [item["job_id"] for item in items]
+                taken += len(items)
                 if "LastEvaluatedKey" not in page:
                     break
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return found[:limit]
+        return found
 
     def set_fields(self, job_id: str, **fields: Any) -> Job:
         """Record fields (artifacts, async invocation, task token) without changing the status."""

@@ -50,6 +50,16 @@ class Workflow:
             f"execution name {name} is taken by an execution with another input ({existing.get('status')})"
         )
 
+    def started(self, job_id: str, name: str) -> bool:
+        """Did the job's execution ``name`` start (it exists, with this job's input)?"""
+        try:
+            existing = self._sfn.describe_execution(executionArn=self.execution_arn(name))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return False
+            raise
+        return _parsed(existing.get("input")) == {"job_id": job_id}
+
 
 def _parsed(text: str | None) -> Any:
     try:
