@@ -165,3 +165,32 @@ def test_a_job_whose_execution_never_started_is_failed_after_the_start_grace_not
     assert pipeline.job(started)["status"] != "failed"
     # The same key again now returns the failed job (the record lives until TTL): the caller submits anew.
     assert pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-unstarted"})["json"]["status"] == "failed"
+
+
+def test_the_end_of_an_earlier_records_execution_does_not_touch_the_new_record(pipeline):
+    job_id = post(pipeline, "order-old-end")
+    old_name = pipeline.execution_arn(job_id).rsplit(":", 1)[1]
+    run_to_success(pipeline, job_id)
+    pipeline.consumer_events()
+    expire_record(pipeline, job_id)
+    assert post(pipeline, "order-old-end") == job_id
+    pipeline.wait_rendering(job_id)
+
+    ended = {
+        "version": "0",
+        "id": "e-old",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": "123456789012",
+        "time": "2026-11-29T12:05:00Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {"name": old_name, "status": "ABORTED", "stateMachineArn": pipeline.state_machine, "cause": None},
+    }
+    result = pipeline.handlers["workflow_ended"].handler(ended, Context("workflow_ended"))
+    assert result == {"job_id": job_id, "published": False}
+    assert pipeline.job(job_id)["status"] == "rendering_video"
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
