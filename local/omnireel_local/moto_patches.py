@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -32,6 +33,8 @@ MOTO_VERSION = "5.2.5"
 ASYNC_RETRY_DELAYS_S = (1.0, 2.0)
 
 _applied = False
+# Characters AWS refuses in a Step Functions execution name (patch 2).
+_INVALID_EXECUTION_NAME = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
 
 
 class MotoVersionMismatch(RuntimeError):
@@ -159,14 +162,18 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
     #    that loosens it fails): as on AWS, a name stays taken after its execution closes (AWS: 90 days; locally for
     #    the stack's life), and a repeat is idempotent only for the same name and input while the execution runs -
     #    a closed name or another input answers ExecutionAlreadyExists (StateMachine._handle_name_input_idempotency).
+    #    moto does not validate the name at all ("TODO: validate name format"); AWS answers InvalidName for more than
+    #    80 characters, whitespace, brackets, wildcards, control characters and " # % \ ^ | ~ ` $ & , ; : /.
     #    (Fault injection, off by default: `sfn_start_failure_rate` throttles starts; fault_injection.py.)
     original_start = StepFunctionsParserBackend.start_execution
 
     def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
-        name = name or str(uuid.uuid4())
-        if fault_injection.start_execution_failure(name):
-            from moto.core.exceptions import AWSError
+        from moto.core.exceptions import AWSError
 
+        name = name or str(uuid.uuid4())
+        if len(name) > 80 or _INVALID_EXECUTION_NAME.search(name):
+            raise AWSError(f"Invalid Name: '{name}'", exception_type="InvalidName", status=400)
+        if fault_injection.start_execution_failure(name):
             raise AWSError("Rate exceeded (injected)", exception_type="ThrottlingException", status=400)
         return original_start(self, state_machine_arn, name, *args, **kwargs)
 

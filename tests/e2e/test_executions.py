@@ -108,6 +108,12 @@ def test_step_functions_execution_names_stay_taken_after_the_execution_closes(st
             sfn.start_execution(stateMachineArn=machine, name=name, input=execution_input)
         assert taken.value.response["Error"]["Code"] == "ExecutionAlreadyExists", name
 
+    for bad in ("x" * 81, "job:1", "job 1", "job/1"):  # AWS's name rules (moto does not check them: patch 2)
+        with pytest.raises(ClientError) as invalid:
+            sfn.start_execution(stateMachineArn=quick, name=bad, input="{}")
+        assert invalid.value.response["Error"]["Code"] == "InvalidName", bad
+    assert sfn.start_execution(stateMachineArn=quick, name="x" * 80, input="{}")["executionArn"].endswith("x" * 80)
+
 
 # ---------------------------------------------------------------- defect 2: the same key after the record expired
 def test_a_reused_idempotency_key_after_the_record_expired_runs_a_new_job(stack: LocalStack) -> None:
