@@ -581,8 +581,9 @@ duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events 
 - **Step Functions execution names**: a name stays taken after its execution closes (AWS: 90 days; locally for the
   stack's life), and `StartExecution` is idempotent only for the same name and input while the execution runs;
   anything else is `ExecutionAlreadyExists` (moto 5.2.5 does this; `tests/e2e/test_executions.py` pins it, see
-  `local/omnireel_local/moto_patches.py` patch 2). EventBridge schedule rules run locally (`schedules.py`, a rule's
-  minute lasts a second), and a schedule rule never matches `PutEvents` (patch 9).
+  `local/omnireel_local/moto_patches.py` patch 2, which also answers `InvalidName` for names AWS refuses).
+  EventBridge schedule rules run locally (`schedules.py`, a rule's minute lasts a second), and a schedule rule never
+  matches `PutEvents` (patch 9).
 """
 
 
