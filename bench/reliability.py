@@ -71,6 +71,9 @@ class Phase:
     via: str = "api"  # api | s3 | overwrite (each file uploaded twice at once, two versions: two jobs)
     concurrency: int = 6
     burst: bool = False  # submit all jobs at once (queue expiry)
+    # The same Idempotency-Key again after the job's record expired (DynamoDB TTL, simulated by deleting the item
+    # once the first terminal event arrived): a second record of the same job id, which must run and end again.
+    reuse_after_expiry: bool = False
 
 
 def phases(scale: int, long: bool) -> list[Phase]:
@@ -123,6 +126,12 @@ def phases(scale: int, long: bool) -> list[Phase]:
             {"request_ttl_cap_s": 0.5},
             burst=True,
         ),
+        Phase(
+            "ttl_reuse",
+            "each key submitted, finished, its record deleted (TTL expiry), then submitted again: 2 records per job id",
+            n,
+            reuse_after_expiry=True,
+        ),
         Phase("malformed_image", "image container returns non-PNG bytes (rate 0.6)", n, {"images": MALFORMED}),
         Phase("malformed_video", "video container returns a truncated MP4 (rate 0.6)", n, {"videos": MALFORMED}),
     ]
@@ -172,6 +181,7 @@ class Job:
     submitted_at: float
     key: str
     prompt: str  # what the user submitted: the job must run exactly this
+    records: int = 1  # ttl_reuse: the key made this many records (one terminal event each)
 
 
 @dataclass
@@ -216,6 +226,12 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     if not events:
         bad("lost", f"no terminal event; record status {record['status']}")
         return problems, record
+    if job.records > 1:  # one terminal event per record; the checks below compare the current record with its own
+        order = list(dict.fromkeys(e.event["event_id"] for e in events))
+        if len(order) != job.records:
+            bad("events_per_record", f"{len(order)} distinct terminal events for {job.records} records of the key")
+            return problems, record
+        events = [e for e in events if e.event["event_id"] == order[-1]]
     # SNS delivery is at-least-once: the contract is one terminal event per job *per event_id*; consumers
     # de-duplicate redeliveries on event_id. Two different event_ids, or copies that differ, break the invariant.
     ids = {e.event["event_id"] for e in events}
@@ -261,6 +277,19 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     return problems, record
 
 
+def _expire_when_done(stack: IsolatedStack, collector: EventCollector, job_id: str, deadline: float) -> bool:
+    """Wait (bounded) for the job's terminal event, then delete its record as DynamoDB TTL does after JobTtlDays.
+
+    False if no terminal event came by ``deadline`` (the record is kept; the job is then reported unfinished)."""
+    while not collector.terminal(job_id):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    table = stack.state["provisioned"]["resources"]["JobsTable"]["id"]
+    stack.client("dynamodb").delete_item(TableName=table, Key={"job_id": {"S": job_id}})
+    return True
+
+
 def _apply_phase(stack: IsolatedStack, phase: Phase, seed: int, originals: dict[str, dict[str, Any]]) -> None:
     for kind in ("images", "videos"):
         faults = {**BASE_EMULATOR[kind], **phase.emulator.get(kind, {})}
@@ -304,6 +333,7 @@ def run(
             for kind in ("images", "videos"):
                 stack.emulator_stats(kind, reset=True)
             t0 = time.monotonic()
+            deadline = t0 + phase_timeout_s * (2 if phase.reuse_after_expiry else 1)  # two runs per job, in turn
             phase_jobs: list[str] = []
             lock = threading.Lock()
 
@@ -313,10 +343,13 @@ def run(
                 phase: Phase = phase,
                 lock: threading.Lock = lock,
                 phase_jobs: list[str] = phase_jobs,
+                deadline: float = deadline,
+                events: EventCollector = collector,
             ) -> None:
                 via = phase.via if phase.via != "mixed" else ("s3" if i % 4 == 0 else "api")
                 key = f"rel-{seed}-{i}"
                 requests = [request]
+                records = 1
                 if via == "overwrite":
                     requests.append({**request, "prompt": f"{request['prompt']} (second upload)"})
                     submitted_at = time.time()
@@ -325,16 +358,17 @@ def run(
                     submitted_at, ids = time.time(), [stack.drop(request, key)]
                 else:
                     submitted_at, ids = time.time(), [stack.submit(request, key)]
+                    if phase.reuse_after_expiry and _expire_when_done(stack, events, ids[0], deadline):
+                        assert stack.submit(request, key) == ids[0]  # same key + caller: same job id, new record
+                        records = 2
                 with lock:
                     for job_id, sent in zip(ids, requests, strict=True):
-                        jobs[job_id] = Job(job_id, phase.name, via, submitted_at, key, sent["prompt"])
+                        jobs[job_id] = Job(job_id, phase.name, via, submitted_at, key, sent["prompt"], records)
                         phase_jobs.append(job_id)
 
             def pending(ids: list[str], events: EventCollector = collector) -> list[str]:
-                done = events.terminal_ids()
-                return [j for j in ids if j not in done]
+                return [j for j in ids if len({r.event["event_id"] for r in events.terminal(j)}) < jobs[j].records]
 
-            deadline = t0 + phase_timeout_s
             with ThreadPoolExecutor(max_workers=8) as pool:
                 futures = []
                 for _ in range(phase.jobs):
@@ -429,8 +463,10 @@ def report(result: RunResult, command: str) -> str:
     distinct: dict[str, set[str]] = defaultdict(set)
     for received in result.events:
         distinct[received.event.get("job_id")].add(received.event.get("event_id"))
-    duplicates = [j for j in result.jobs if len(distinct[j]) > 1]
-    redelivered = [j for j in result.jobs if count[j] > 1 and len(distinct[j]) == 1]
+    # One terminal event per job *record* (a ttl_reuse key makes two records of one job id).
+    duplicates = [j for j, job in result.jobs.items() if len(distinct[j]) > job.records]
+    redelivered = [j for j, job in result.jobs.items() if count[j] > job.records and len(distinct[j]) == job.records]
+    remade = [j for j, job in result.jobs.items() if job.records > 1]
 
     injected: Counter[str] = Counter()
     for kinds in result.emulator_outcomes.values():
@@ -459,7 +495,7 @@ def report(result: RunResult, command: str) -> str:
                 o["succeeded"],
                 o["failed"],
                 o["lost"],
-                sum(1 for j in ids if count[j] > 1),  # deliveries, incl. same-event_id redeliveries
+                sum(1 for j in ids if count[j] > result.jobs[j].records),  # incl. same-event_id redeliveries
                 _pcts(lat),
                 f"{seconds:.0f}",
                 ", ".join(f"{k} x{v}" for k, v in codes[name].most_common()) or "-",
@@ -485,6 +521,8 @@ def report(result: RunResult, command: str) -> str:
         f"- jobs with more than one terminal event (distinct `event_id`s): **{len(duplicates)}**",
         f"- jobs whose one terminal event was delivered more than once (same `event_id`; consumers de-duplicate): "
         f"**{len(redelivered)}**",
+        f"- job records made again with the same key after the first expired (`ttl_reuse`): **{len(remade)}**, "
+        f"with a terminal event each: **{sum(1 for j in remade if len(distinct[j]) == result.jobs[j].records)}**",
         f"- invariant violations: **{len(result.violations)}**"
         + (f" ({', '.join(f'{k} x{v}' for k, v in kinds.most_common())})" if kinds else ""),
         "",
@@ -521,7 +559,7 @@ def report(result: RunResult, command: str) -> str:
 NOTES = """
 ## Findings (hand-written; the figures above are regenerated by the command)
 
-The first run of this suite found three problems; all are fixed and covered by tests.
+The first run of this suite found three problems, and issue 9 a fourth; all are fixed and covered by tests.
 
 1. **Truncated MP4 -> job.succeeded with a video that did not decode** (phase `malformed_video`). `check_mp4` only
    checked the `ftyp` signature. Fixed: `finalize_video` walks the output's top-level ISO-BMFF boxes with ranged reads
@@ -548,6 +586,20 @@ The first run of this suite found three problems; all are fixed and covered by t
    a version deleted before the read fails its job with `SourceVersionGone`. The invariant now also checks that the
    record and the event carry the prompt that was submitted.
 
+5. **A reused `Idempotency-Key` after its record expired started nothing** (issue 9, defect 2; phase `ttl_reuse`:
+   each key is posted, its job finishes, its record is deleted as DynamoDB TTL does after `JobTtlDays`, and the key
+   is posted again). The execution was named after the job id, which the key determines; Step Functions keeps a name
+   taken for 90 days after its execution closes, so the second `StartExecution` answered `ExecutionAlreadyExists`,
+   `Workflow.start` took that for success, and the job stayed `accepted` with no event. Fixed: each record stores its
+   own execution name (job id + random suffix; a retry of the same record reuses it, so a crash between the record
+   write and `StartExecution` still starts exactly one execution), an `ExecutionAlreadyExists` is checked with
+   `DescribeExecution` (another input is an error, not a success), and the event's `event_id` is per record, so a
+   consumer de-duplicating on it does not drop the new job's event. Net under everything: `fail_overdue_jobs` fails,
+   with one `job.failed`, a job still `accepted` 10 minutes on whose execution does not exist (`WorkflowNotStarted`)
+   and any job still not terminal `JobDeadlineSeconds` after it was accepted (`JobDeadlineExceeded`). The invariant
+   counts one terminal event per record. Tests: `tests/integration/pipeline/test_job_incarnations.py`,
+   `tests/e2e/test_executions.py`, `tests/reliability/`.
+
 Everything else held: no job lost under lost notifications (reconciled from S3 about one heartbeat after the drop),
 duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events (one job per object), image 5xx /
 429 / hangs (retried, then `job.failed` with the reason), queue expiry (`VideoRequestExpired`) and non-PNG images
@@ -559,6 +611,12 @@ duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events 
   buckets only), `eTag`, `size` and `sequencer` as AWS sends them; a deleted version answers 404 `NoSuchVersion`, a
   stale `If-Match` 412, a malformed version id 400 `InvalidArgument`, and a request naming a version is authorized as
   the version's IAM action (`s3:GetObjectVersion`, `s3:PutObjectVersionTagging`) (local/README.md, moto patch 6).
+- **Step Functions execution names**: a name stays taken after its execution closes (AWS: 90 days; locally for the
+  stack's life), and `StartExecution` is idempotent only for the same name and input while the execution runs;
+  anything else is `ExecutionAlreadyExists` (moto 5.2.5 does this; `tests/e2e/test_executions.py` pins it, see
+  `local/omnireel_local/moto_patches.py` patch 2, which also answers `InvalidName` for names AWS refuses).
+  EventBridge schedule rules run locally (`schedules.py`, a rule's minute lasts a second), and a schedule rule never
+  matches `PutEvents` (patch 9).
 """
 
 
@@ -569,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RELIABILITY_MD), help="markdown file to write, '-' for stdout only")
     parser.add_argument("--phase-timeout", type=float, default=180)
     args = parser.parse_args(argv)
-    per_phase = max(2, args.jobs // 17)  # 11 targeted phases x n + overwrite 2n + mixed 4n = 17n
+    per_phase = max(2, args.jobs // (len(phases(1, long=False)) + 5))  # targeted phases x n + overwrite 2n + mixed 4n
     result = run(per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8)
     text = report(result, f".venv/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
     print(text)

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
-from omnireel.job import JobStatus
+from omnireel.job import JobStatus, job_id_of_execution
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.outcome import finish_job
 from omnireel.settings import PublishSettings
@@ -31,10 +31,15 @@ CODES = {"FAILED": "WorkflowFailed", "TIMED_OUT": "WorkflowTimedOut", "ABORTED":
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
     detail = event.detail
-    job_id, status = detail["name"], detail["status"]
+    name, status = detail["name"], detail["status"]
+    job_id = job_id_of_execution(name)
     logger.append_keys(job_id=job_id)
-    if jobs.find(job_id) is None:
+    job = jobs.find(job_id)
+    if job is None:
         logger.warning("execution ended for an unknown job", extra={"status": status})
+        return {"job_id": job_id, "published": False}
+    if job.execution != name:  # an earlier record of the same job id (its execution outlived the record's TTL)
+        logger.warning("execution ended for an earlier record of the job", extra={"execution": name, "status": status})
         return {"job_id": job_id, "published": False}
     code = CODES.get(status, "WorkflowEnded")
     cause = detail.get("cause") or f"the workflow execution ended {status}"

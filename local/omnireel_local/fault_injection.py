@@ -18,6 +18,9 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
 - ``lambda_crash``: ``{"<function name substring>": {"rate": 0.2, "after_s": 0.05}}``: the Lambda runner sends the
   event to the worker, lets it run ``after_s`` seconds, then SIGKILLs it; the invocation fails with
   ``Runtime.ExitError`` whether or not the handler had finished (side effects may or may not have happened).
+- ``sfn_start_failure_rate``: Step Functions StartExecution answers ``ThrottlingException`` (HTTP 400, retried by
+  boto3 until its attempts run out), so a job record exists whose execution never started - what the job deadline's
+  safety net (FailOverdueJobs) must end.
 
 Configuration (JSON object with the keys above plus ``seed``): the environment variable ``OMNIREEL_LOCAL_FAULTS`` of
 the stack process at start, replaced at runtime by ``<OMNIREEL_HOME>/fault-injection.json`` whenever that file
@@ -160,3 +163,13 @@ def lambda_crash(function_name: str, payload: str) -> float | None:
                 record("lambda_crash", function_name, job_id=job, after_s=after)
                 return after
     return None
+
+
+def start_execution_failure(name: str) -> bool:
+    """Step Functions StartExecution for execution ``name``: True to refuse it (throttled)."""
+    config = _current()
+    rate = float(config.get("sfn_start_failure_rate", 0))
+    if rate and _draw(config, "sfn_start", name) < rate:
+        record("sfn_start_failure", name)
+        return True
+    return False

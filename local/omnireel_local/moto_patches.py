@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -32,6 +33,8 @@ MOTO_VERSION = "5.2.5"
 ASYNC_RETRY_DELAYS_S = (1.0, 2.0)
 
 _applied = False
+# Characters AWS refuses in a Step Functions execution name (patch 2).
+_INVALID_EXECUTION_NAME = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
 
 
 class MotoVersionMismatch(RuntimeError):
@@ -188,10 +191,24 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
 
     # 2. Step Functions (execute mode): StartExecution without `name` creates an execution literally named "None",
     #    and a second unnamed start then fails. AWS generates a UUID name; so do we.
+    #    Named starts need no change (verified for moto 5.2.5; tests/e2e/test_executions.py pins it, so an upgrade
+    #    that loosens it fails): as on AWS, a name stays taken after its execution closes (AWS: 90 days; locally for
+    #    the stack's life), and a repeat is idempotent only for the same name and input while the execution runs -
+    #    a closed name or another input answers ExecutionAlreadyExists (StateMachine._handle_name_input_idempotency).
+    #    moto does not validate the name at all ("TODO: validate name format"); AWS answers InvalidName for more than
+    #    80 characters, whitespace, brackets, wildcards, control characters and " # % \ ^ | ~ ` $ & , ; : /.
+    #    (Fault injection, off by default: `sfn_start_failure_rate` throttles starts; fault_injection.py.)
     original_start = StepFunctionsParserBackend.start_execution
 
     def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
-        return original_start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        from moto.core.exceptions import AWSError
+
+        name = name or str(uuid.uuid4())
+        if len(name) > 80 or _INVALID_EXECUTION_NAME.search(name):
+            raise AWSError(f"Invalid Name: '{name}'", exception_type="InvalidName", status=400)
+        if fault_injection.start_execution_failure(name):
+            raise AWSError("Rate exceeded (injected)", exception_type="ThrottlingException", status=400)
+        return original_start(self, state_machine_arn, name, *args, **kwargs)
 
     StepFunctionsParserBackend.start_execution = start_execution
 
@@ -391,8 +408,26 @@ def apply(runner: LambdaRunner, hosting: SageMakerHosting, sqs_send: Callable[[s
 
     StepFunctionResponse.send_task_failure = send_task_failure
 
+    # 9. EventBridge: moto treats a rule without an event pattern as matching EVERY event, so a schedule rule (the
+    #    job deadline's FailOverdueJobs, run locally by schedules.py) received each PutEvents of a job event and moto
+    #    failed the whole PutEvents with a 500 ("Expr not defined" for its Lambda target); the publisher then retried
+    #    and SNS delivered the job event twice. In AWS a schedule rule is triggered by its schedule only.
+    from moto.events.models import Rule
+
+    original_send_to_targets = Rule.send_to_targets
+
+    def send_to_targets(self: Any, event: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "scheduled_expression", None) and not self.event_pattern.get_pattern():
+            return None
+        return original_send_to_targets(self, event, *args, **kwargs)
+
+    Rule.send_to_targets = send_to_targets
+
     _applied = True
-    log.info("moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda", MOTO_VERSION)
+    log.info(
+        "moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda, schedule rules",
+        MOTO_VERSION,
+    )
     return invoker
 
 

@@ -74,6 +74,7 @@ class Stack:
         self.hosting: Any = None
         self.invoker: Any = None
         self.front_door: Any = None
+        self.scheduler: Any = None
 
     # ---------------------------------------------------------------- state
     def save(self, **changes: Any) -> None:
@@ -179,10 +180,25 @@ class Stack:
             outputs["RelayUrl"] = relay["url"]  # the deployed value is the load balancer's wss:// URL
             self._store_relay_token(outputs.get("RelayTokenSecretArn"), relay["token"])
 
+        self.scheduler = self._start_schedules(provisioned.schedules)
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
         self.save(ready=True)
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
+
+    def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:
+        """EventBridge schedule rules -> their Lambda targets, invoked asynchronously (schedules.py says why)."""
+        from moto.awslambda.utils import get_backend
+
+        from .schedules import Scheduler
+
+        def invoke(function_arn: str, payload: str) -> None:
+            fn = get_backend(self.account_id, self.region).get_function(function_arn)
+            self.invoker.submit(fn, payload, "events")
+
+        scheduler = Scheduler(schedules, invoke, self.account_id, self.region)
+        scheduler.start()
+        return scheduler
 
     def _client(self, service: str) -> Any:
         import boto3
@@ -310,7 +326,7 @@ class Stack:
     def stop(self) -> None:
         self._stop.set()
         log.info("stopping")
-        for part in (self.front_door, self.invoker, self.hosting):
+        for part in (self.scheduler, self.front_door, self.invoker, self.hosting):
             if part is not None:
                 try:
                     part.shutdown()

@@ -71,3 +71,16 @@ def test_an_overwritten_drop_runs_each_upload_with_its_own_prompt(result: RunRes
     for job in jobs:
         assert result.records[job.job_id]["request"]["prompt"] == job.prompt
     assert not result.violations_in({"overwrite"})
+
+
+def test_a_key_reused_after_its_record_expired_runs_again_with_its_own_terminal_event(result: RunResult) -> None:
+    # ttl_reuse: each job's record was deleted after its terminal event (DynamoDB TTL), then the same
+    # Idempotency-Key was posted again. Before issue 9 the second record's StartExecution hit the old, closed
+    # execution's name and the job stayed `accepted` with no event ("lost").
+    reused = result.by_phase("ttl_reuse")
+    assert len(reused) == JOBS_PER_PHASE and all(job.records == 2 for job in reused)
+    for job in reused:
+        ids = {e.event["event_id"] for e in result.events if e.event.get("job_id") == job.job_id}
+        assert len(ids) == 2, f"{job.job_id}: {len(ids)} distinct terminal events for 2 records"
+        assert result.records[job.job_id]["status"] in ("succeeded", "failed")
+    assert not result.violations_in({"ttl_reuse"})

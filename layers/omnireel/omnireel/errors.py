@@ -98,6 +98,24 @@ class VideoTimedOut(OmnireelError):
     code = "VideoTimedOut"
 
 
+class ExecutionNameTaken(OmnireelError):
+    """StartExecution refused the job's execution name and the execution holding it is not this job's."""
+
+    code = "ExecutionNameTaken"
+
+
+class WorkflowNotStarted(OmnireelError):
+    """The job has been ``accepted`` for a while and its execution does not exist (StartExecution never succeeded)."""
+
+    code = "WorkflowNotStarted"
+
+
+class JobDeadlineExceeded(OmnireelError):
+    """The safety net found the job still not terminal after its deadline (see ``omnireel/deadline.py``)."""
+
+    code = "JobDeadlineExceeded"
+
+
 class PublishFailed(OmnireelError):
     code = "PublishFailed"
     retryable = True

@@ -42,7 +42,10 @@ class JobEvent(BaseModel):
     model_config = ConfigDict(title="omnireel job event", extra="forbid")
 
     version: Literal[1] = EVENT_VERSION
-    event_id: str = Field(description="stable per job and type: consumers can de-duplicate on it")
+    event_id: str = Field(
+        description="stable per job record and type: consumers can de-duplicate on it (a job made again with the same"
+        " Idempotency-Key after its record expired is a new record: its event has a new event_id)"
+    )
     event_type: Literal["job.succeeded", "job.failed"]
     occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
     job_id: str
@@ -72,7 +75,8 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
     event_type = event_type_for(job.status)
     occurred_at = job.stage_times.get(job.status.value) or iso(built_at)
     return JobEvent(
-        event_id=job_id_for(f"{job.job_id}/{event_type}"),
+        # Per record (its execution name), not per job id: a record made again after TTL gets events of its own.
+        event_id=job_id_for(f"{job.execution}/{event_type}"),
         event_type=event_type,
         occurred_at=occurred_at,
         job_id=job.job_id,

@@ -115,6 +115,17 @@ class Job(BaseModel):
     error: JobError | None = None
     event_published_at: str | None = None
     expires_at: int | None = None
+    execution_name: str | None = Field(
+        default=None, description="this record's Step Functions execution (None: written before names were unique)"
+    )
+    open_shard: str | None = Field(
+        default=None, description="set while the job is not terminal: the key of the jobs table's open-jobs index"
+    )
+
+    @property
+    def execution(self) -> str:
+        """The name of this record's execution (records written before unique names used the bare job id)."""
+        return self.execution_name or self.job_id
 
     def timings(self) -> dict[str, float | None]:
         """Seconds spent per stage, as published in job events."""
@@ -156,6 +167,31 @@ def new_job_id() -> str:
 def job_id_for(natural_key: str) -> str:
     """A stable job id for a natural key (Idempotency-Key + caller, or an S3 object version)."""
     return str(uuid.uuid5(_NAMESPACE, natural_key))
+
+
+def new_execution_name(job_id: str) -> str:
+    """A Step Functions execution name unique to one incarnation of the job record.
+
+    AWS keeps an execution name taken for 90 days after the execution closes, longer than the record lives
+    (``JobTtlDays``). A record made again for the same job id (the same Idempotency-Key after TTL deleted the old
+    record) must start a *new* execution, so the name carries a random suffix; the record stores it, which keeps a
+    replay of the same incarnation (a crash between the record write and StartExecution) on the same name.
+    49 characters of [0-9a-f-]: within AWS's 80 and safe for CloudWatch Logs.
+    """
+    return f"{job_id}-{uuid.uuid4().hex[:12]}"
+
+
+def job_id_of_execution(name: str) -> str:
+    """The job id an execution name belongs to (the name starts with it; see ``new_execution_name``)."""
+    return name[:36]
+
+
+def open_shard_for(job_id: str) -> str:
+    """Partition of the open-jobs index: the job id's first hex digit, so no single index key takes every write."""
+    return job_id[0]
+
+
+OPEN_SHARDS = "0123456789abcdef"
 
 
 def fingerprint(request: JobRequest) -> str:

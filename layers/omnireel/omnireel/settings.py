@@ -71,3 +71,9 @@ class ResultSettings(JobStoreSettings, ArtifactSettings):
 class PublishSettings(JobStoreSettings, ArtifactSettings):
     job_events_topic_arn: str
     event_bus_name: str = "default"
+
+
+class DeadlineSettings(PublishSettings):
+    # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
+    job_deadline_seconds: int = Field(ge=1)
+    state_machine_arn: str

@@ -5,7 +5,18 @@ from __future__ import annotations
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.errors import IdempotencyConflict
-from omnireel.job import Job, JobError, JobStatus, SourceVersion, fingerprint, iso, job_id_for, new_job_id, now
+from omnireel.job import (
+    Job,
+    JobError,
+    JobStatus,
+    SourceVersion,
+    fingerprint,
+    iso,
+    job_id_for,
+    new_execution_name,
+    new_job_id,
+    now,
+)
 from omnireel.request import JobRequest
 
 
@@ -22,8 +33,10 @@ def submit_job(
     """Create the job (or find the one this natural key already made) and make sure it runs.
 
     Returns (job, created). The same natural key with a different request is an
-    ``IdempotencyConflict``. Starting the execution is idempotent (named after the job id), so a
-    replay after a crash between the two writes still starts the job exactly once.
+    ``IdempotencyConflict``. Each record names its own execution (``new_execution_name``: the job id
+    plus a random suffix, stored with the record), so a replay after a crash between the two writes
+    starts the same execution exactly once, and a record made again after TTL deleted the old one
+    starts a new execution instead of colliding with the old, closed one.
     """
     job_id = job_id_for(natural_key) if natural_key else new_job_id()
     stamp = iso(now())
@@ -38,12 +51,13 @@ def submit_job(
         created_at=stamp,
         updated_at=stamp,
         stage_times={JobStatus.ACCEPTED.value: stamp},
+        execution_name=new_execution_name(job_id),
     )
     job, created = jobs.create(candidate)
     if not created and job.request_fingerprint != candidate.request_fingerprint:
         raise IdempotencyConflict(f"this idempotency key was already used for a different request (job {job.job_id})")
     if job.status is JobStatus.ACCEPTED:
-        workflow.start(job.job_id)
+        workflow.start(job.job_id, job.execution)
     return job, created
 
 

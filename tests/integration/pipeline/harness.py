@@ -44,6 +44,7 @@ FUNCTIONS = [
     "reconcile_video",
     "publish_event",
     "workflow_ended",
+    "fail_overdue_jobs",
 ]
 LOGICAL_IDS = {
     "GenerateImageFunctionArn": "generate_image",
@@ -148,10 +149,13 @@ class Pipeline:
             self.s3.create_bucket(Bucket=bucket)
         # as template.yaml: every upload to the inbox is its own version, and its event names it
         self.s3.put_bucket_versioning(Bucket=self.inbox_bucket, VersioningConfiguration={"Status": "Enabled"})
+        template = load_template()
+        table = template["Resources"]["JobsTable"]["Properties"]  # keys and the open-jobs index as deployed
         self.ddb.create_table(
             TableName=self.table,
-            AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}],
+            AttributeDefinitions=table["AttributeDefinitions"],
+            KeySchema=table["KeySchema"],
+            GlobalSecondaryIndexes=table["GlobalSecondaryIndexes"],
             BillingMode="PAY_PER_REQUEST",
         )
         self.success_topic = self.sns.create_topic(Name=f"video-ok-{self.suffix}")["TopicArn"]
@@ -179,7 +183,6 @@ class Pipeline:
         for topic in (self.success_topic, self.error_topic):
             self.sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint=arns["async_result"])
 
-        template = load_template()
         parameters = {
             name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()
         } | self.overrides
@@ -207,6 +210,7 @@ class Pipeline:
                 "VIDEO_ENDPOINT_NAME": "video-endpoint",
                 "VIDEO_MODEL_ID": "Wan-AI/Wan2.1-VACE-1.3B-diffusers",
                 "IMAGE_MODEL_ID": "black-forest-labs/FLUX.2-klein-4B",
+                "JOB_DEADLINE_SECONDS": parameters["JobDeadlineSeconds"],
             }
         )
         from omnireel.aws import clients
@@ -284,8 +288,14 @@ class Pipeline:
         self.wait(queued, what=f"job {job_id} to queue its video")
         return next(c for c in self.video_endpoint.calls if c["inference_id"] == job_id)
 
+    def execution_arn(self, job_id: str) -> str:
+        """The ARN of the execution the job's record names (each record names its own: job id + random suffix)."""
+        item = self.ddb.get_item(TableName=self.table, Key={"job_id": {"S": job_id}}, ConsistentRead=True)["Item"]
+        name = item["execution_name"]["S"] if "execution_name" in item else job_id
+        return self.state_machine.replace(":stateMachine:", ":execution:") + f":{name}"
+
     def execution(self, job_id: str, timeout: float = 45.0) -> dict[str, Any]:
-        arn = self.state_machine.replace(":stateMachine:", ":execution:") + f":{job_id}"
+        arn = self.execution_arn(job_id)
 
         def finished() -> dict[str, Any] | None:
             description = self.sfn.describe_execution(executionArn=arn)
@@ -372,7 +382,7 @@ class Pipeline:
         return self.sfn.list_executions(stateMachineArn=self.state_machine)["executions"]
 
     def history_errors(self, job_id: str) -> list[str]:
-        arn = self.state_machine.replace(":stateMachine:", ":execution:") + f":{job_id}"
+        arn = self.execution_arn(job_id)
         history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
         return [
             details.get("error", "")

@@ -13,7 +13,9 @@ def test_submit_returns_202_with_status_url_and_starts_one_named_execution(pipel
     job_id = response["json"]["job_id"]
     assert response["json"] == {"job_id": job_id, "status": "accepted", "status_url": f"/jobs/{job_id}"}
     assert response["headers"]["Location"] == f"/jobs/{job_id}"
-    assert [e["name"] for e in pipeline.executions()] == [job_id]
+    (execution,) = pipeline.executions()
+    assert execution["executionArn"] == pipeline.execution_arn(job_id)
+    assert execution["name"].startswith(f"{job_id}-") and len(execution["name"]) <= 80
 
 
 @pytest.mark.parametrize(

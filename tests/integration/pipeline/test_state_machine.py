@@ -196,7 +196,12 @@ def workflow_ended_event(pipeline, job_id, status):
         "time": "2026-11-29T12:05:00Z",
         "region": "us-east-1",
         "resources": [],
-        "detail": {"name": job_id, "status": status, "stateMachineArn": pipeline.state_machine, "cause": None},
+        "detail": {
+            "name": pipeline.execution_arn(job_id).rsplit(":", 1)[1],
+            "status": status,
+            "stateMachineArn": pipeline.state_machine,
+            "cause": None,
+        },
     }
 
 

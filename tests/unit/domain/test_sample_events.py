@@ -62,3 +62,18 @@ def test_failed_step_event_decodes_to_a_code_and_message():
 def test_async_result_events(name, succeeded):
     [note] = parse(event=load(name), model=AsyncInferenceNotification, envelope=envelopes.SnsEnvelope)
     assert note.succeeded is succeeded and note.inference_id
+
+
+def test_scheduled_event_parses_and_names_its_rule():
+    from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+
+    parsed = parse(event=load("fail_overdue_jobs.json"), model=EventBridgeModel)
+    assert parsed.detail_type == "Scheduled Event" and parsed.source == "aws.events"
+    assert parsed.resources[0].startswith("arn:aws:events:")
+
+
+def test_workflow_ended_event_names_the_execution_of_its_job():
+    from omnireel.job import job_id_of_execution
+
+    detail = load("workflow_ended.json")["detail"]
+    assert job_id_of_execution(detail["name"]) == json.loads(detail["input"])["job_id"]

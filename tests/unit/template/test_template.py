@@ -16,7 +16,9 @@ from omnireel_local.cfn_template import ROOT, load_template
 
 PINNED_IMAGE = "${Account}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/vllm:omni-sagemaker-cuda-v1.6"
 POOLS = ["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
-ASYNC_INVOKED = {"InboxFunction", "AsyncResultFunction", "WorkflowEndedFunction"}  # S3, SNS, EventBridge: async
+# Event sources whose service invokes Lambda asynchronously (so failures need an on-failure destination).
+ASYNC_EVENT_TYPES = {"S3", "SNS", "EventBridgeRule", "Schedule", "ScheduleV2", "CloudWatchEvent"}
+FUNCTION_FOLDERS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
 
 
 class _NoManagedPolicies:
@@ -252,7 +254,7 @@ def test_alarms_cover_pipeline_dlq_backlog_endpoints_and_relay(cfn: dict[str, An
 
 def test_tracing_is_on_for_functions_and_state_machine(cfn: dict[str, Any]) -> None:
     functions = of_type(cfn, "AWS::Lambda::Function")
-    assert len(functions) == 9
+    assert len(functions) == len(FUNCTION_FOLDERS)
     for name, fn in functions.items():
         assert fn["Properties"]["TracingConfig"] == {"Mode": "Active"}, name
     (machine,) = of_type(cfn, "AWS::StepFunctions::StateMachine").values()
@@ -267,13 +269,25 @@ def test_every_function_logs_to_its_own_group_with_retention(cfn: dict[str, Any]
         assert cfn["Resources"][group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
 
 
-def test_async_invoked_functions_have_an_on_failure_destination(cfn: dict[str, Any]) -> None:
+def async_invoked(sam: dict[str, Any]) -> set[str]:
+    """Functions invoked asynchronously, derived from their event sources (a new one cannot skip the check)."""
+    return {
+        name
+        for name, resource in sam["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+        and any(e["Type"] in ASYNC_EVENT_TYPES for e in (resource["Properties"].get("Events") or {}).values())
+    }
+
+
+def test_async_invoked_functions_have_an_on_failure_destination(sam: dict[str, Any], cfn: dict[str, Any]) -> None:
     configs = {
         c["Properties"]["FunctionName"]["Ref"]: c["Properties"]
         for c in of_type(cfn, "AWS::Lambda::EventInvokeConfig").values()
     }
-    assert set(configs) >= ASYNC_INVOKED
-    for name in ASYNC_INVOKED:
+    wanted = async_invoked(sam)
+    assert wanted >= {"InboxFunction", "AsyncResultFunction", "WorkflowEndedFunction", "FailOverdueJobsFunction"}
+    assert set(configs) >= wanted
+    for name in wanted:
         on_failure = configs[name]["DestinationConfig"]["OnFailure"]
         assert on_failure["Destination"] == {"Fn::GetAtt": ["FailedInvocationsQueue", "Arn"]}, name
 
@@ -431,3 +445,80 @@ def test_every_ended_execution_reaches_the_safety_net(sam: dict[str, Any]) -> No
     assert set(pattern["detail"]["status"]) == {"FAILED", "TIMED_OUT", "ABORTED"}
     assert pattern["detail"]["stateMachineArn"] == [{"Ref": "PipelineStateMachine"}]
     assert event["Properties"]["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["FailedInvocationsQueue", "Arn"]}}
+
+
+# ---------------------------------------------------------------- the job deadline (issue 9, defect 2)
+def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) -> float:
+    """An upper bound of how long one execution can run: each task state's TimeoutSeconds times its attempts (1 + every
+    retrier's MaxAttempts) plus the retry waits. The ASL has no loop, so a path visits each state at most once."""
+    from omnireel_local.cfn_template import definition_file, render_definition, state_machine_substitutions
+
+    subs = state_machine_substitutions(template, "PipelineStateMachine", lambda _: "arn:function", parameters)
+    states = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)["States"]
+    total = 0.0
+    for name, state in states.items():
+        if state["Type"] in ("Succeed", "Fail", "Pass"):
+            continue
+        assert state["Type"] == "Task", f"{name}: extend longest_execution_s for {state['Type']} states"
+        retries = state.get("Retry", [])
+        attempts = 1 + sum(r.get("MaxAttempts", 3) for r in retries)
+        waits = sum(
+            r.get("IntervalSeconds", 1) * r.get("BackoffRate", 2.0) ** k
+            for r in retries
+            for k in range(r.get("MaxAttempts", 3))
+        )
+        total += state["TimeoutSeconds"] * attempts + waits
+    return total
+
+
+@pytest.mark.parametrize("where", ["aws", "local"])
+def test_job_deadline_outlasts_the_longest_execution(sam: dict[str, Any], where: str) -> None:
+    from omnireel_local.provision import LOCAL_PARAMETERS
+
+    parameters = {k: str(v.get("Default", "")) for k, v in sam["Parameters"].items()}
+    if where == "local":
+        parameters |= LOCAL_PARAMETERS
+    assert int(parameters["JobDeadlineSeconds"]) > longest_execution_s(sam, parameters)
+
+
+def test_open_jobs_index_is_sparse_and_the_sweeper_may_only_query_it(sam: dict[str, Any], cfn: dict[str, Any]) -> None:
+    from omnireel.aws.job_store import OPEN_JOBS_INDEX
+
+    table = props(cfn, "JobsTable")
+    (index,) = table["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == OPEN_JOBS_INDEX
+    assert index["KeySchema"] == [
+        {"AttributeName": "open_shard", "KeyType": "HASH"},
+        {"AttributeName": "created_at", "KeyType": "RANGE"},
+    ]
+    assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    statements = [
+        s
+        for policy in props(cfn, "FailOverdueJobsFunctionRole")["Policies"]
+        for s in policy["PolicyDocument"]["Statement"]
+    ]
+    queries = [s for s in statements if "dynamodb:Query" in _actions(s)]
+    assert [q["Resource"] for q in queries] == [{"Fn::Sub": "${JobsTable.Arn}/index/open-jobs"}]
+    assert not any("dynamodb:Scan" in _actions(s) for s in statements)
+    env = props(cfn, "FailOverdueJobsFunction")["Environment"]["Variables"]
+    assert env["JOB_DEADLINE_SECONDS"] == {"Ref": "JobDeadlineSeconds"}
+    (rule,) = [r for r in of_type(cfn, "AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
+    assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["FailOverdueJobsFunction", "Arn"]}
+
+
+@pytest.mark.parametrize("function", ["ApiFunction", "InboxFunction", "FailOverdueJobsFunction"])
+def test_starting_functions_may_describe_only_their_executions(cfn: dict[str, Any], function: str) -> None:
+    statements = [
+        s for policy in props(cfn, f"{function}Role")["Policies"] for s in policy["PolicyDocument"]["Statement"]
+    ]
+    (describe,) = [s for s in statements if "states:DescribeExecution" in _actions(s)]
+    execution = "execution:${PipelineStateMachine.Name}:*"
+    assert describe["Resource"] == {
+        "Fn::Sub": f"arn:${{AWS::Partition}}:states:${{AWS::Region}}:${{AWS::AccountId}}:{execution}"
+    }
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import table
 from omnireel.errors import JobConflict, JobNotFound
-from omnireel.job import Job, JobStatus, allowed_sources, iso, now
+from omnireel.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
 from omnireel.request import JobRequest
 
 
@@ -39,6 +39,11 @@ def _from_item(item: dict[str, Any]) -> Job:
     return Job.model_validate(data)
 
 
+# Sparse global secondary index of the jobs that are not terminal yet (template.yaml: JobsTable): only items that
+# carry ``open_shard`` are in it, and the terminal transition removes the attribute.
+OPEN_JOBS_INDEX = "open-jobs"
+
+
 class JobStore:
     def __init__(self, table_name: str, ttl_days: int = 30):
         self._table_name = table_name
@@ -50,7 +55,9 @@ class JobStore:
 
     def create(self, job: Job) -> tuple[Job, bool]:
         """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
-        job = job.model_copy(update={"expires_at": int(time.time()) + self._ttl_seconds})
+        update: dict[str, Any] = {"expires_at": int(time.time()) + self._ttl_seconds}
+        update["open_shard"] = None if job.status.terminal else open_shard_for(job.job_id)
+        job = job.model_copy(update=update)
         try:
             self._table.put_item(Item=_to_item(job), ConditionExpression="attribute_not_exists(job_id)")
             return job, True
@@ -93,10 +100,11 @@ class JobStore:
         for index, source in enumerate(sources):
             values[f":s{index}"] = source.value
         condition = "attribute_exists(job_id) AND #status IN (" + ", ".join(f":s{i}" for i in range(len(sources))) + ")"
+        update = "SET " + ", ".join(sets) + (" REMOVE open_shard" if target.terminal else "")
         try:
             result = self._table.update_item(
                 Key={"job_id": job_id},
-                UpdateExpression="SET " + ", ".join(sets),
+                UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -108,6 +116,27 @@ class JobStore:
             current = self.get(job_id)  # raises JobNotFound for an unknown id
             raise JobConflict(f"job {job_id} cannot move from {current.status.value} to {target.value}") from exc
         return _from_item(result["Attributes"])
+
+    def open_before(self, cutoff: str, per_shard: int = 100) -> list[str]:
+        """Ids of non-terminal jobs created before ``cutoff`` (ISO time): the oldest ``per_shard`` of each shard."""
+        found: list[str] = []
+        for shard in OPEN_SHARDS:
+            kwargs: dict[str, Any] = {
+                "IndexName": OPEN_JOBS_INDEX,
+                "KeyConditionExpression": "open_shard = :shard AND created_at < :cutoff",
+                "ExpressionAttributeValues": {":shard": shard, ":cutoff": cutoff},
+                "ProjectionExpression": "job_id",
+            }
+            taken = 0
+            while taken < per_shard:
+                page = self._table.query(Limit=per_shard - taken, **kwargs)
+                items = page.get("Items", [])
+                found += [item["job_id"] for item in items]
+                taken += len(items)
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
 
     def set_fields(self, job_id: str, **fields: Any) -> Job:
         """Record fields (artifacts, async invocation, task token) without changing the status."""

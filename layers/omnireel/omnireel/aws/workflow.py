@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
+from omnireel.errors import ExecutionNameTaken
 from omnireel.observability import logger
 
 # Answers that mean the callback was already resolved (duplicate delivery, or the task timed out).
@@ -19,19 +20,52 @@ class Workflow:
         self.state_machine_arn = state_machine_arn
         self._sfn = client("stepfunctions")
 
-    def start(self, job_id: str) -> str:
-        """Start the execution named after the job; an existing one with that name is fine."""
-        name = job_id
+    def execution_arn(self, name: str) -> str:
+        return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
+
+    def start(self, job_id: str, name: str) -> str:
+        """Start the job's execution ``name``; a replay of the same start is fine, a name taken by anything else is not.
+
+        StartExecution answers a repeat of a *running* execution's name and input with that execution. It answers
+        ``ExecutionAlreadyExists`` for a different input, and for any name whose execution has closed (AWS keeps names
+        90 days). DescribeExecution tells the two apart: the same input is this job's own execution (a replay after it
+        closed, whose end ``workflow_ended`` handles); anything else raises ``ExecutionNameTaken`` instead of passing
+        for success - that silent success left a job ``accepted`` forever (issue 9, defect 2).
+        """
+        execution_input = {"job_id": job_id}
         try:
             response = self._sfn.start_execution(
-                stateMachineArn=self.state_machine_arn, name=name, input=json.dumps({"job_id": job_id})
+                stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(execution_input)
             )
             return response["executionArn"]
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ExecutionAlreadyExists":
                 raise
-            logger.info("execution already exists", extra={"job_id": job_id})
-            return self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
+        arn = self.execution_arn(name)
+        existing = self._sfn.describe_execution(executionArn=arn)
+        if _parsed(existing.get("input")) == execution_input:
+            logger.info("execution already exists", extra={"job_id": job_id, "status": existing.get("status")})
+            return arn
+        raise ExecutionNameTaken(
+            f"execution name {name} is taken by an execution with another input ({existing.get('status')})"
+        )
+
+    def started(self, job_id: str, name: str) -> bool:
+        """Did the job's execution ``name`` start (it exists, with this job's input)?"""
+        try:
+            existing = self._sfn.describe_execution(executionArn=self.execution_arn(name))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return False
+            raise
+        return _parsed(existing.get("input")) == {"job_id": job_id}
+
+
+def _parsed(text: str | None) -> Any:
+    try:
+        return json.loads(text or "null")
+    except ValueError:
+        return None
 
 
 class TaskCallbacks:
