@@ -47,10 +47,7 @@ class Target:
             region=state["region"],
             outputs=state.get("outputs", {}),
             endpoint_url=state["endpoint_url"],
-            credentials={
-                "aws_access_key_id": homedir.CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                "aws_secret_access_key": homedir.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            },
+            credentials={k.lower(): v for k, v in homedir.developer_credentials(state).items()},
             events_queue_url=state.get("events_queue_url"),
             state=state,
         )
