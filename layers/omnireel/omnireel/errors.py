@@ -91,6 +91,12 @@ class VideoTimedOut(OmnireelError):
     code = "VideoTimedOut"
 
 
+class ArtifactAccessDenied(OmnireelError):
+    """S3 refused to say whether an artifact exists (403): a missing permission, never a missing object."""
+
+    code = "ArtifactAccessDenied"
+
+
 class PublishFailed(OmnireelError):
     code = "PublishFailed"
     retryable = True
