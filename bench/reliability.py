@@ -115,6 +115,15 @@ def phases(scale: int, long: bool) -> list[Phase]:
             {"request_ttl_cap_s": 0.5},
             burst=True,
         ),
+        Phase(
+            "missing_output",
+            "video requests expire in the queue (TTL 0.5 s) and every notification is lost: ReconcileVideo heads an "
+            "output that does not exist (S3 answers 403 without s3:ListBucket, 404 with it)",
+            max(6, n),
+            {"videos": {"latency_s": 2.0}},
+            {"request_ttl_cap_s": 0.5, "sns_drop_rate": 1.0},
+            burst=True,
+        ),
         Phase("malformed_image", "image container returns non-PNG bytes (rate 0.6)", n, {"images": MALFORMED}),
         Phase("malformed_video", "video container returns a truncated MP4 (rate 0.6)", n, {"videos": MALFORMED}),
     ]

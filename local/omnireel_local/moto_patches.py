@@ -351,9 +351,7 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
 
     def error(service: str, code: str, message: str, status: int) -> Exception:
         if service == "s3":
-            exc = S3ClientError(code, message)
-            exc.code = status
-            return exc
+            return S3ClientError(code, message)  # its HTTP status comes from moto's S3 error table
         if service in _JSON_SERVICES:
             exc = JsonRESTError(code if code.endswith("Exception") else f"{code}Exception", message)
         else:
