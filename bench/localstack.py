@@ -210,7 +210,7 @@ class EventCollector:
 
     def __post_init__(self) -> None:
         sqs, sns = self.stack.client("sqs"), self.stack.client("sns")
-        self.url = sqs.create_queue(QueueName=f"bench-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        self.url = sqs.create_queue(QueueName=f"omnireel-bench-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=self.stack.output("JobEventsTopicArn"), Protocol="sqs", Endpoint=arn)
         self._lock = threading.Lock()

@@ -290,6 +290,16 @@ def resource_arn(
         topic = _param(data, "TopicArn") or _json(body).get("TopicArn")
         if topic:
             return str(topic)
+        subscription = _param(data, "SubscriptionArn")
+        if subscription and subscription.count(":") == 6:  # a subscription acts on its topic
+            return subscription.rsplit(":", 1)[0]
+    elif service == "sqs":
+        payload = _json(body)
+        queue = (
+            _param(data, "QueueUrl") or payload.get("QueueUrl") or _param(data, "QueueName") or payload.get("QueueName")
+        )
+        if queue:
+            return f"arn:aws:sqs:{region}:{account}:{str(queue).rstrip('/').rsplit('/', 1)[-1]}"
     elif service == "sagemaker":
         match = re.match(r"^/endpoints/([^/]+)/", raw_path)
         name = match[1] if match else _json(body).get("EndpointName")

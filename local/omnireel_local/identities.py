@@ -108,7 +108,8 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                 "Sid": "ConsumeJobEvents",
                 "Effect": "Allow",
                 "Action": "sqs:*",
-                "Resource": [arn.format("sqs", scoped), arn.format("sqs", "omnireel-cli-tap-*")],
+                # The stack's queues, and consumer queues the developer's tools create (omnireel-cli-tap-*, ...).
+                "Resource": [arn.format("sqs", scoped), arn.format("sqs", "omnireel-*")],
             },
             {
                 "Sid": "SubscribeToJobEvents",
