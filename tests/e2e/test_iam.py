@@ -117,3 +117,32 @@ def test_a_role_missing_one_permission_fails_the_job_with_access_denied(
     message = job["error"]["message"]
     assert "AccessDenied" in message, message
     assert "s3:PutObject" in message and generate_image_role_without_put in message, message
+
+
+@pytest.fixture
+def state_machine_cannot_invoke_generate_image(stack: LocalStack) -> Iterator[str]:
+    """Detach the state machine role's LambdaInvokePolicy for GenerateImage (developer, through IAM); restored after."""
+    iam = _client(stack, "iam")
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "PipelineStateMachineRole" in r["RoleName"])
+    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        document = json.loads(document) if isinstance(document, str) else document
+        if "GenerateImageFunction" in json.dumps(document):
+            break
+    else:
+        raise AssertionError(f"no policy of {role} lets it invoke GenerateImage")
+    iam.delete_role_policy(RoleName=role, PolicyName=name)
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def test_the_state_machine_invokes_tasks_as_its_own_role(
+    stack: LocalStack, state_machine_cannot_invoke_generate_image: str
+) -> None:
+    result = stack.cli("submit", "a kite over dunes", "--wait", "--json", "--timeout", "90")
+    assert result.returncode != 0, result.stdout
+    job = json.loads(result.stdout)
+    assert job["status"] == "failed"
+    assert "AccessDenied" in json.dumps(job["error"]), job["error"]
