@@ -119,7 +119,7 @@ def phases(scale: int, long: bool) -> list[Phase]:
             "missing_output",
             "video requests expire in the queue (TTL 0.5 s) and every notification is lost: ReconcileVideo heads an "
             "output that does not exist (S3 answers 403 without s3:ListBucket, 404 with it)",
-            max(6, n),
+            max(4, n),
             {"videos": {"latency_s": 2.0}},
             {"request_ttl_cap_s": 0.5, "sns_drop_rate": 1.0},
             burst=True,
