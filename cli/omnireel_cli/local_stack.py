@@ -18,6 +18,7 @@ from omnireel_local.cfn_template import ROOT
 
 from .errors import InfraError
 from .progress import Progress
+from .target import developer_credentials
 
 MARKER = "omnireel"  # matches omnireel_local.* and omnireel_relay command lines
 
@@ -172,7 +173,7 @@ def env_lines(state: dict[str, Any]) -> list[str]:
         "AWS_ENDPOINT_URL": state["endpoint_url"],
         "AWS_REGION": state["region"],
         "AWS_DEFAULT_REGION": state["region"],
-        **homedir.developer_credentials(state),
+        **developer_credentials(state),
         "OMNIREEL_API_URL": state["api_url"],
     }
     if state.get("events_queue_url"):

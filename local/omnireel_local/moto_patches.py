@@ -486,6 +486,8 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
                 raise error(service, "AccessDenied" if s3 else "MissingAuthenticationToken",
                             "Request is missing Authentication Token", 403)  # fmt: skip
             access_key_id, pseudo_headers = presigned_key(self, query, account)
+            if session_expired(access_key_id, account):  # a URL cannot outlive the credentials that signed it
+                raise error("s3", "ExpiredToken", "The provided token has expired.", 400)
             key = access_control.create_access_key(account, "aws", access_key_id, pseudo_headers)
             service_prefix = "s3"
         else:
