@@ -146,3 +146,32 @@ def test_the_state_machine_invokes_tasks_as_its_own_role(
     job = json.loads(result.stdout)
     assert job["status"] == "failed"
     assert "AccessDenied" in json.dumps(job["error"]), job["error"]
+
+
+@pytest.fixture
+def sagemaker_role_cannot_write_async_results(stack: LocalStack) -> Iterator[str]:
+    """The models' execution role without its WriteAsyncResults statement (developer, through IAM); restored after."""
+    iam = _client(stack, "iam")
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "SageMakerExecutionRole" in r["RoleName"])
+    (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+    document = json.loads(document) if isinstance(document, str) else document
+    reduced = {**document, "Statement": [s for s in document["Statement"] if s.get("Sid") != "WriteAsyncResults"]}
+    assert len(reduced["Statement"]) == len(document["Statement"]) - 1
+    iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def test_sagemaker_writes_async_results_as_the_model_execution_role(
+    stack: LocalStack, sagemaker_role_cannot_write_async_results: str
+) -> None:
+    result = stack.cli("submit", "a heron in the reeds", "--wait", "--json", "--timeout", "120")
+    assert result.returncode != 0, result.stdout
+    job = json.loads(result.stdout)
+    assert job["status"] == "failed"
+    assert job["error"]["stage"] == "render_video", job["error"]
+    assert "AccessDenied" in job["error"]["message"], job["error"]
+    assert sagemaker_role_cannot_write_async_results in job["error"]["message"], job["error"]
