@@ -8,6 +8,7 @@ mismatch would make the local stack lie. To move to a new moto, re-verify each p
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -360,13 +361,22 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         return exc
 
     def resource_policies(resource: str, account: str) -> list[dict[str, Any]]:
-        """The bucket policy that governs an S3 resource (topic and queue policies: see docs/reliability.md)."""
-        if not resource.startswith("arn:aws:s3:::") or resource == "arn:aws:s3:::*":
-            return []
-        bucket = s3_backends[account]["aws"].buckets.get(resource[len("arn:aws:s3:::") :].split("/", 1)[0])
-        if bucket is None or not bucket.policy:
-            return []
-        return [iam_policy.document(bucket.policy)]
+        """The resource policy that governs the call's resource: a bucket's, a topic's or a queue's."""
+        policy: Any = None
+        if resource.startswith("arn:aws:s3:::") and resource != "arn:aws:s3:::*":
+            bucket = s3_backends[account]["aws"].buckets.get(resource[len("arn:aws:s3:::") :].split("/", 1)[0])
+            policy = bucket.policy if bucket is not None else None
+        elif resource.startswith(("arn:aws:sns:", "arn:aws:sqs:")):
+            from moto.sns.models import sns_backends
+            from moto.sqs.models import sqs_backends
+
+            _, _, service, region, _, name = resource.split(":", 5)
+            with contextlib.suppress(Exception):  # an unknown topic or queue: the service answers it
+                if service == "sns":
+                    policy = sns_backends[account][region].get_topic(resource).policy
+                else:
+                    policy = sqs_backends[account][region].get_queue(name).policy
+        return [iam_policy.document(policy)] if policy else []
 
     def decide(key: Any, action: str, resource: str, context: dict[str, Any], account: str) -> tuple[str, str]:
         principal = iam_policy.Principal(key.arn, account)

@@ -50,12 +50,9 @@ LOCAL_PARAMETERS = {
 }
 
 # Resource types with no local behaviour to provision. Roles are created with their inline and managed policies, and
-# the local AWS enforces them (moto_patches / iam_policy); bucket policies are provisioned and evaluated too.
+# the local AWS enforces them (moto_patches / iam_policy); bucket, topic and queue policies are provisioned and
+# evaluated for signed calls too.
 SKIPPED = {
-    "AWS::SNS::TopicPolicy": "topic policies govern other services' deliveries, which happen inside the local AWS "
-    "without a signed request (docs/reliability.md)",
-    "AWS::SQS::QueuePolicy": "queue policies govern other services' deliveries, which happen inside the local AWS "
-    "without a signed request (docs/reliability.md)",
     "AWS::ApiGatewayV2::Stage": "the local front door serves the $default stage",
     "AWS::EC2::SecurityGroup": "no VPC networking locally",
     "AWS::ECS::Cluster": "containers run as local processes (the relay: started by `omnireel local up`)",
@@ -466,6 +463,27 @@ class Provisioner:
         arn = function if function.startswith("arn:") else self._arn("lambda", f"function:{function}")
         self.result.invoke_permissions.setdefault(str(props["Principal"]), []).append(arn)
         self._record(logical, "AWS::Lambda::Permission", f"local-{logical}")
+
+    def _create_SNS_TopicPolicy(self, logical: str, props: dict[str, Any]) -> None:
+        for topic in props["Topics"]:
+            self.call(
+                "sns",
+                "set_topic_attributes",
+                TopicArn=topic,
+                AttributeName="Policy",
+                AttributeValue=json.dumps(props["PolicyDocument"]),
+            )
+        self._record(logical, "AWS::SNS::TopicPolicy", f"local-{logical}")
+
+    def _create_SQS_QueuePolicy(self, logical: str, props: dict[str, Any]) -> None:
+        for queue_url in props["Queues"]:
+            self.call(
+                "sqs",
+                "set_queue_attributes",
+                QueueUrl=queue_url,
+                Attributes={"Policy": json.dumps(props["PolicyDocument"])},
+            )
+        self._record(logical, "AWS::SQS::QueuePolicy", f"local-{logical}")
 
     def _create_S3_BucketPolicy(self, logical: str, props: dict[str, Any]) -> None:
         self.call("s3", "put_bucket_policy", Bucket=props["Bucket"], Policy=json.dumps(props["PolicyDocument"]))
