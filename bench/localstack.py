@@ -30,6 +30,7 @@ from botocore.config import Config
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
 
+from omnireel_cli.local_stack import parse_env_lines  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
 
 UP_TIMEOUT_S = 120
@@ -70,7 +71,7 @@ class IsolatedStack:
             tail = log.read_text()[-3000:] if log.exists() else ""
             self.stop()
             raise RuntimeError(f"omnireel local up failed: {result.stderr}\n{tail}")
-        self.outputs = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+        self.outputs = parse_env_lines(result.stdout)
         self.state = json.loads((self.home / "state.json").read_text())
         return self
 
@@ -104,8 +105,9 @@ class IsolatedStack:
                 service,
                 endpoint_url=self.state["endpoint_url"],
                 region_name=self.state["region"],
-                aws_access_key_id="testing",
-                aws_secret_access_key="testing",
+                # The developer identity (`omnireel local env`): the local AWS enforces IAM.
+                aws_access_key_id=self.outputs["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=self.outputs["AWS_SECRET_ACCESS_KEY"],
                 config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50),
             )
         return self._clients[service]
@@ -226,7 +228,7 @@ class EventCollector:
 
     def __post_init__(self) -> None:
         sqs, sns = self.stack.client("sqs"), self.stack.client("sns")
-        self.url = sqs.create_queue(QueueName=f"bench-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        self.url = sqs.create_queue(QueueName=f"omnireel-bench-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         sns.subscribe(TopicArn=self.stack.output("JobEventsTopicArn"), Protocol="sqs", Endpoint=arn)
         self._lock = threading.Lock()

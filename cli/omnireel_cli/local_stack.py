@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from omnireel_local.cfn_template import ROOT
 
 from .errors import InfraError
 from .progress import Progress
+from .target import developer_credentials
 
 MARKER = "omnireel"  # matches omnireel_local.* and omnireel_relay command lines
 
@@ -165,11 +167,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 def env_lines(state: dict[str, Any]) -> list[str]:
+    """``export KEY=VALUE`` lines (shell-quoted) for ``eval "$(omnireel local env)"``: the local endpoint, the developer
+    identity's key (AWS_SESSION_TOKEN and AWS_PROFILE are unset so no real credentials mix in), the stack outputs."""
     lines = {
         "AWS_ENDPOINT_URL": state["endpoint_url"],
         "AWS_REGION": state["region"],
         "AWS_DEFAULT_REGION": state["region"],
-        **homedir.CREDENTIALS,
+        **developer_credentials(state),
         "OMNIREEL_API_URL": state["api_url"],
     }
     if state.get("events_queue_url"):
@@ -185,7 +189,19 @@ def env_lines(state: dict[str, Any]) -> list[str]:
     if relay:
         lines["OMNIREEL_RELAY_URL"] = relay["url"]
         lines["OMNIREEL_RELAY_TOKEN"] = relay["token"]
-    return [f"{k}={v}" for k, v in lines.items()]
+    unset = ["unset AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE"]
+    return unset + [f"export {k}={shlex.quote(str(v))}" for k, v in lines.items()]
+
+
+def parse_env_lines(text: str) -> dict[str, str]:
+    """The variables of ``env_lines`` output (for scripts and tests that read ``omnireel local up``'s stdout)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        words = shlex.split(line) if line.startswith("export ") else []
+        if len(words) == 2 and "=" in words[1]:
+            key, value = words[1].split("=", 1)
+            values[key] = value
+    return values
 
 
 def status_lines(state: dict[str, Any] | None) -> tuple[bool, list[str]]:

@@ -47,10 +47,7 @@ class Target:
             region=state["region"],
             outputs=state.get("outputs", {}),
             endpoint_url=state["endpoint_url"],
-            credentials={
-                "aws_access_key_id": homedir.CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                "aws_secret_access_key": homedir.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            },
+            credentials={k.lower(): v for k, v in developer_credentials(state).items()},
             events_queue_url=state.get("events_queue_url"),
             state=state,
         )
@@ -124,6 +121,17 @@ class Target:
                     continue
                 raise InfraError(f"the {self.name} API at {self.api_url} is unreachable: {exc}") from exc
         raise InfraError(f"the {self.name} API at {self.api_url} is unreachable")
+
+
+def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
+    """The local developer identity's key (``omnireel-local-developer``), or a clear error for an older stack."""
+    try:
+        return homedir.developer_credentials(state)
+    except KeyError as exc:
+        raise InfraError(
+            "the running local stack has no developer identity (started by an older omnireel): restart it with "
+            "`omnireel local down && omnireel local up`"
+        ) from exc
 
 
 def _decode(raw: bytes) -> Any:

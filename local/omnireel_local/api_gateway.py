@@ -49,7 +49,9 @@ class _FrontDoorServer(ThreadingHTTPServer):
 
 
 class FrontDoor:
-    def __init__(self, routes: list[Route], moto_endpoint: str, region: str, account_id: str, api_id: str = "local"):
+    def __init__(self, routes: list[Route], moto_endpoint: str, region: str, account_id: str, api_id: str = "local",
+                 credentials: dict[str, str] | None = None):  # fmt: skip
+        """``credentials``: boto3 keyword arguments of the identity that invokes Lambda as API Gateway does."""
         self.routes = [(route, _compile(route.path)) for route in routes]
         self.region = region
         self.account_id = account_id
@@ -58,8 +60,7 @@ class FrontDoor:
             "lambda",
             endpoint_url=moto_endpoint,
             region_name=region,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",  # noqa: S106
+            **(credentials or {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}),
             config=Config(read_timeout=INTEGRATION_TIMEOUT_S + 5, retries={"max_attempts": 1}),
         )
         self._server: ThreadingHTTPServer | None = None

@@ -1,6 +1,6 @@
 """Where the local stack keeps its state: ``$OMNIREEL_HOME`` or ``<repo>/.omnireel`` (pids, ports, logs).
 
-``state.json`` is written with mode 0600: it holds the local relay's bearer token.
+``state.json`` is written with mode 0600: it holds the local relay's bearer token and the developer's access key.
 """
 
 from __future__ import annotations
@@ -20,8 +20,17 @@ STATE_FILE = "state.json"
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 STACK_NAME = "omnireel-local"
-# moto accepts any credentials; these make the AWS CLI and boto3 work against the local endpoint.
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+# Placeholder keys for the stack process's own environment: the local AWS refuses them once IAM is enforced, so a
+# client that falls back to the default credential chain fails loudly instead of acting as someone.
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "unset-local-key", "AWS_SECRET_ACCESS_KEY": "unset-local-key"}
+
+
+def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
+    """The developer identity's access key (IAM user ``omnireel-local-developer``), as AWS_* variables."""
+    developer = state.get("developer") or {}
+    if not developer.get("access_key_id"):
+        raise KeyError("the local stack's state has no developer credentials (started by an older omnireel?)")
+    return {"AWS_ACCESS_KEY_ID": developer["access_key_id"], "AWS_SECRET_ACCESS_KEY": developer["secret_access_key"]}
 
 
 def home() -> Path:

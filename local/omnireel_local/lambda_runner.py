@@ -7,6 +7,11 @@ old workers, as Lambda does. An invocation that exceeds the function's Timeout k
 ``Sandbox.Timedout``, like Lambda. Unhandled exceptions come back as ``{"errorMessage", "errorType",
 "stackTrace"}`` with the function-error flag set, so Step Functions Retry/Catch match on the exception class name.
 
+Each execution environment runs with credentials of the function's own role (``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` of a role session named after the function, as Lambda provides
+them); a warm worker whose session would expire before its invocation could end is retired and a new one starts with
+a fresh session, so no worker ever calls AWS with dead credentials.
+
 The code that runs is the code ``sam build`` packages: the function's CodeUri folder plus its layers' folders,
 with the interpreter's site-packages standing in for the layer's pinned requirements.
 """
@@ -23,17 +28,22 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import fault_injection
+from .identities import Credentials
 
 log = logging.getLogger("omnireel_local.lambda")
 
 # Environment variables passed through from the stack process to workers (nothing else leaks in).
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 _START_TIMEOUT_S = 60.0
+_CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+# A worker is reused only if its role session outlives the invocation's timeout by this much.
+CREDENTIAL_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class Invocation:
     environment: dict[str, str]
     payload: str
     log_group: str | None = None
+    role_arn: str = ""
 
 
 @dataclass
@@ -85,6 +96,7 @@ class _Worker:
         self.ready = False
         self.invocations = 0
         self.signature = ""
+        self.expires_at: float | None = None  # when the worker's role session expires
         threading.Thread(target=self._read, name=f"lambda-{name}-{self.proc.pid}", daemon=True).start()
 
     @property
@@ -149,8 +161,17 @@ class _Pool:
 
 
 class LambdaRunner:
-    def __init__(self, moto_endpoint: str, region: str, log_dir: Path, max_workers_per_function: int = 4):
+    def __init__(
+        self,
+        moto_endpoint: str,
+        region: str,
+        log_dir: Path,
+        max_workers_per_function: int = 4,
+        credentials: Callable[[str, str, float], Credentials] | None = None,
+    ):
+        """``credentials(function_name, role_arn, valid_for_s)``: a session of the function's role."""
         self.moto_endpoint = moto_endpoint
+        self.credentials = credentials
         self.region = region
         self.log_dir = log_dir
         self.max_workers = max_workers_per_function
@@ -181,12 +202,30 @@ class LambdaRunner:
                 "functions whose code it knows (CodeUri)",
             )
         env = self._environment(inv, code)
+        try:
+            session = self._session(inv)
+        except Exception as exc:  # noqa: BLE001 - Lambda reports a role it cannot assume as the invocation's error
+            log.error("lambda %s: cannot assume its role %s: %s", inv.function_name, inv.role_arn, exc)
+            return self._failure(
+                "AccessDeniedException", f"The role defined for the function cannot be assumed by Lambda: {exc}"
+            )
         argv = [sys.executable, "-m", "omnireel_local.lambda_worker", "--handler", inv.handler]
         for path in (code.code_dir, *code.layer_dirs):
             argv += ["--path", str(path)]
+        # The session is not part of the configuration: a refreshed session does not retire healthy workers.
         signature = hashlib.sha256(json.dumps([argv, sorted(env.items())]).encode()).hexdigest()
+        if session is not None:
+            env = {**env, **session.environment()}
         started = time.monotonic()
-        worker, cold = self._acquire(inv.function_name, signature, argv, env, code.code_dir, inv.timeout_s)
+        worker, cold = self._acquire(
+            inv.function_name,
+            signature,
+            argv,
+            env,
+            code.code_dir,
+            inv.timeout_s,
+            session.expires_at if session else None,
+        )
         if worker is None:
             return self._failure(
                 "Lambda.TooManyRequestsException", f"no free execution environment for {inv.function_name}"
@@ -274,15 +313,17 @@ class LambdaRunner:
     def _failure(error_type: str, message: str) -> InvokeResult:
         return InvokeResult(json.dumps({"errorMessage": message, "errorType": error_type}), True)
 
+    def _session(self, inv: Invocation) -> Credentials | None:
+        if self.credentials is None:
+            return None
+        return self.credentials(inv.function_name, inv.role_arn, inv.timeout_s + CREDENTIAL_MARGIN_S)
+
     def _environment(self, inv: Invocation, code: FunctionCode) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _PASSTHROUGH}
         env.update({k: str(v) for k, v in inv.environment.items()})
         env.update(
             {
                 "AWS_ENDPOINT_URL": self.moto_endpoint,
-                "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_SESSION_TOKEN": "testing",
                 "AWS_REGION": self.region,
                 "AWS_DEFAULT_REGION": self.region,
                 "AWS_LAMBDA_FUNCTION_NAME": inv.function_name,
@@ -302,7 +343,14 @@ class LambdaRunner:
         return env
 
     def _acquire(
-        self, name: str, signature: str, argv: list[str], env: dict[str, str], cwd: Path, timeout_s: float
+        self,
+        name: str,
+        signature: str,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        timeout_s: float,
+        expires_at: float | None = None,
     ) -> tuple[_Worker | None, bool]:
         deadline = time.monotonic() + max(timeout_s, 30.0)
         retired: list[_Worker] = []
@@ -321,9 +369,16 @@ class LambdaRunner:
                     return None, False
                 while pool.idle:
                     worker = pool.idle.pop()
-                    if worker.alive():
+                    fresh = (
+                        worker.expires_at is None or worker.expires_at - time.time() > timeout_s + CREDENTIAL_MARGIN_S
+                    )
+                    if worker.alive() and fresh:
                         pool.busy.add(worker)
                         break
+                    if not fresh:
+                        log.info(
+                            "lambda %s: worker %d's role session is about to expire, retiring it", name, worker.pid
+                        )
                     retired.append(worker)
                 else:
                     worker = None
@@ -333,6 +388,7 @@ class LambdaRunner:
                 if len(pool.busy) < self.max_workers:
                     worker = _Worker(argv, env, cwd, self.log_dir / f"lambda-{name}.log", name)
                     worker.signature = signature
+                    worker.expires_at = expires_at
                     pool.busy.add(worker)
                     cold = True
                     break

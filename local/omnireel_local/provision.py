@@ -52,13 +52,10 @@ LOCAL_PARAMETERS = {
     "JobDeadlineSeconds": "5400",
 }
 
-# Resource types with no local behaviour to provision (moto does not enforce IAM/resource policies, and
-# permissions for service principals are implicit locally). Roles are created loosely (name + trust policy).
+# Resource types with no local behaviour to provision. Roles are created with their inline and managed policies, and
+# the local AWS enforces them (moto_patches / iam_policy); bucket, topic and queue policies are provisioned and
+# evaluated for signed calls too.
 SKIPPED = {
-    "AWS::Lambda::Permission": "service principals may always invoke locally",
-    "AWS::S3::BucketPolicy": "moto does not enforce bucket policies (and the local endpoint is plain HTTP)",
-    "AWS::SNS::TopicPolicy": "moto does not enforce topic policies",
-    "AWS::SQS::QueuePolicy": "moto does not enforce queue policies",
     "AWS::ApiGatewayV2::Stage": "the local front door serves the $default stage",
     "AWS::EC2::SecurityGroup": "no VPC networking locally",
     "AWS::ECS::Cluster": "containers run as local processes (the relay: started by `omnireel local up`)",
@@ -104,6 +101,8 @@ class Provisioned:
     routes: list[Route] = field(default_factory=list)
     schedules: list[dict[str, Any]] = field(default_factory=list)  # {rule_arn, expression, targets} (schedules.py)
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    # AWS::Lambda::Permission: service principal -> function ARNs it may invoke (the front door honours apigateway's)
+    invoke_permissions: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -117,6 +116,7 @@ class Provisioned:
             "routes": [r.as_dict() for r in self.routes],
             "schedules": self.schedules,
             "skipped": [{"logical_id": a, "type": b, "reason": c} for a, b, c in self.skipped],
+            "invoke_permissions": self.invoke_permissions,
         }
 
 
@@ -178,6 +178,12 @@ def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _sagemaker_arn(arn: str) -> str:
+    """SageMaker ARNs carry the resource name in lower case on AWS (moto keeps the case): policies match on it."""
+    prefix, _, name = arn.rpartition("/")
+    return f"{prefix}/{name.lower()}"
+
+
 def coerce(value: Any, shape: Any) -> Any:
     """Convert CloudFormation's string scalars to what the API's botocore shape expects."""
     if shape is None or value is None:
@@ -209,13 +215,14 @@ class Provisioner:
         region: str = "us-east-1",
         account_id: str = "123456789012",
         parameter_overrides: dict[str, str] | None = None,
+        credentials: dict[str, str] | None = None,
     ):
+        """``credentials``: boto3 keyword arguments of the identity that provisions (the stack's admin)."""
         self.stack_name = stack_name
         self.region = region
         self.account_id = account_id
         self.session = boto3.Session(
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",  # noqa: S106 - moto's dummy credentials
+            **(credentials or {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}),
             region_name=region,
         )
         self.endpoint_url = endpoint_url
@@ -427,11 +434,66 @@ class Provisioner:
         log.debug("created %s (%s)", logical, rtype)
 
     def _create_IAM_Role(self, logical: str, props: dict[str, Any]) -> None:
+        """The role with its trust policy, inline policies and managed policies: the local AWS enforces them.
+
+        AWS managed policies (``arn:aws:iam::aws:policy/...``) are moto's bundled copies (loaded by the stack with
+        MOTO_IAM_LOAD_MANAGED_POLICIES); one moto does not know fails provisioning rather than being dropped.
+        """
         name = props.get("RoleName") or self._name(logical)
+        extra = {k: props[k] for k in ("Path", "MaxSessionDuration", "Description") if k in props}
         arn = self.call(
-            "iam", "create_role", RoleName=name, AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"])
+            "iam",
+            "create_role",
+            RoleName=name,
+            AssumeRolePolicyDocument=json.dumps(props["AssumeRolePolicyDocument"]),
+            **extra,
         )["Role"]["Arn"]
+        for policy in props.get("Policies", []):
+            # AWS accepts a document without Version (it then means 2008-10-17: no policy variables, which the
+            # template does not use); moto refuses one, so state the version the statements are written in.
+            document = {"Version": "2012-10-17", **policy["PolicyDocument"]}
+            self.call(
+                "iam",
+                "put_role_policy",
+                RoleName=name,
+                PolicyName=policy["PolicyName"],
+                PolicyDocument=json.dumps(document),
+            )
+        for policy_arn in props.get("ManagedPolicyArns", []):
+            self.call("iam", "attach_role_policy", RoleName=name, PolicyArn=policy_arn)
         self._record(logical, "AWS::IAM::Role", name, Arn=arn, RoleId=name)
+
+    def _create_Lambda_Permission(self, logical: str, props: dict[str, Any]) -> None:
+        """Recorded, not sent: the local services that invoke functions are the stack itself (invoke_permissions)."""
+        function = str(props["FunctionName"])
+        arn = function if function.startswith("arn:") else self._arn("lambda", f"function:{function}")
+        self.result.invoke_permissions.setdefault(str(props["Principal"]), []).append(arn)
+        self._record(logical, "AWS::Lambda::Permission", f"local-{logical}")
+
+    def _create_SNS_TopicPolicy(self, logical: str, props: dict[str, Any]) -> None:
+        for topic in props["Topics"]:
+            self.call(
+                "sns",
+                "set_topic_attributes",
+                TopicArn=topic,
+                AttributeName="Policy",
+                AttributeValue=json.dumps(props["PolicyDocument"]),
+            )
+        self._record(logical, "AWS::SNS::TopicPolicy", f"local-{logical}")
+
+    def _create_SQS_QueuePolicy(self, logical: str, props: dict[str, Any]) -> None:
+        for queue_url in props["Queues"]:
+            self.call(
+                "sqs",
+                "set_queue_attributes",
+                QueueUrl=queue_url,
+                Attributes={"Policy": json.dumps(props["PolicyDocument"])},
+            )
+        self._record(logical, "AWS::SQS::QueuePolicy", f"local-{logical}")
+
+    def _create_S3_BucketPolicy(self, logical: str, props: dict[str, Any]) -> None:
+        self.call("s3", "put_bucket_policy", Bucket=props["Bucket"], Policy=json.dumps(props["PolicyDocument"]))
+        self._record(logical, "AWS::S3::BucketPolicy", f"local-{logical}")
 
     def _create_Logs_LogGroup(self, logical: str, props: dict[str, Any]) -> None:
         name = props.get("LogGroupName") or self._name(logical, 512)
@@ -701,7 +763,7 @@ class Provisioner:
     def _create_SageMaker_Model(self, logical: str, props: dict[str, Any]) -> None:
         name = props.get("ModelName") or self._name(logical, 63)
         args = {k: props[k] for k in ("PrimaryContainer", "Containers", "ExecutionRoleArn", "VpcConfig") if k in props}
-        arn = self.call("sagemaker", "create_model", ModelName=name, **args)["ModelArn"]
+        arn = _sagemaker_arn(self.call("sagemaker", "create_model", ModelName=name, **args)["ModelArn"])
         container = props.get("PrimaryContainer") or (props.get("Containers") or [{}])[0]
         self.result.models[name] = {k: str(v) for k, v in (container.get("Environment") or {}).items()}
         self._record(logical, "AWS::SageMaker::Model", arn, ModelName=name)
@@ -713,7 +775,9 @@ class Provisioner:
             for k in ("ProductionVariants", "AsyncInferenceConfig", "DataCaptureConfig", "KmsKeyId")
             if k in props
         }
-        arn = self.call("sagemaker", "create_endpoint_config", EndpointConfigName=name, **args)["EndpointConfigArn"]
+        arn = _sagemaker_arn(
+            self.call("sagemaker", "create_endpoint_config", EndpointConfigName=name, **args)["EndpointConfigArn"]
+        )
         self._record(logical, "AWS::SageMaker::EndpointConfig", arn, EndpointConfigName=name)
 
     def _create_SageMaker_Endpoint(self, logical: str, props: dict[str, Any]) -> None:
@@ -721,6 +785,7 @@ class Provisioner:
         arn = self.call(
             "sagemaker", "create_endpoint", EndpointName=name, EndpointConfigName=props["EndpointConfigName"]
         )["EndpointArn"]
+        arn = _sagemaker_arn(arn)
         self._record(logical, "AWS::SageMaker::Endpoint", arn, EndpointName=name)
 
     def _create_ApiGatewayV2_Api(self, logical: str, props: dict[str, Any]) -> None:

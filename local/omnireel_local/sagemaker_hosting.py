@@ -13,7 +13,10 @@
 
 Which container serves an endpoint: endpoint -> endpoint config -> production variant ``ModelName`` -> the emulator
 started for that SageMaker Model (``attach``). Everything else goes through the local AWS APIs (boto3), exactly as
-the real service's own S3 reads/writes and SNS publishes would.
+the real service's own S3 reads/writes and SNS publishes would: reading ``InputLocation``, writing outputs and failures
+and publishing notifications happen with a session of the model's ``ExecutionRoleArn`` (so that role's policy is what
+authorises them, as on AWS); reading endpoint configurations is the service's own control plane (the stack's admin
+identity).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +38,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from . import fault_injection
+from .identities import Credentials
 
 log = logging.getLogger("omnireel_local.sagemaker")
 
@@ -71,6 +76,7 @@ class _Endpoint:
     instances: int
     async_config: dict[str, Any] | None
     fetched: float
+    role_arn: str = ""
 
 
 @dataclass
@@ -100,18 +106,24 @@ class _AsyncRequest:
 
 
 class SageMakerHosting:
-    def __init__(self, moto_endpoint: str, region: str, account_id: str):
+    def __init__(
+        self,
+        moto_endpoint: str,
+        region: str,
+        account_id: str,
+        credentials: Credentials,
+        role_credentials: Callable[[str], Credentials],
+    ):
+        """``credentials``: the control plane's identity; ``role_credentials(role_arn)``: a session of a model role."""
         self.region = region
         self.account_id = account_id
-        config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
-        session = boto3.Session(
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",  # noqa: S106 - moto's dummy credentials
-            region_name=region,
+        self._moto_endpoint = moto_endpoint
+        self._config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
+        self._role_credentials = role_credentials
+        self._role_clients: dict[tuple[str, str], Any] = {}
+        self._sagemaker = boto3.client(
+            "sagemaker", region_name=region, endpoint_url=moto_endpoint, config=self._config, **credentials.boto()
         )
-        self._sagemaker = session.client("sagemaker", endpoint_url=moto_endpoint, config=config)
-        self._s3 = session.client("s3", endpoint_url=moto_endpoint, config=config)
-        self._sns = session.client("sns", endpoint_url=moto_endpoint, config=config)
         self._containers: dict[str, str] = {}
         self._endpoints: dict[str, _Endpoint] = {}
         self._queues: dict[str, queue.Queue[_AsyncRequest | None]] = {}
@@ -132,6 +144,7 @@ class SageMakerHosting:
         endpoint = self._sagemaker.describe_endpoint(EndpointName=name)
         config = self._sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
         variant = config["ProductionVariants"][0]
+        model = self._sagemaker.describe_model(ModelName=variant["ModelName"])
         resolved = _Endpoint(
             name=name,
             model_name=variant["ModelName"],
@@ -139,9 +152,26 @@ class SageMakerHosting:
             instances=int(variant.get("InitialInstanceCount") or 1),
             async_config=config.get("AsyncInferenceConfig"),
             fetched=time.monotonic(),
+            role_arn=model.get("ExecutionRoleArn", ""),
         )
         self._endpoints[name] = resolved
         return resolved
+
+    def _as_role(self, endpoint: _Endpoint, service: str) -> Any:
+        """A client acting as SageMaker with the model's execution role (a fresh session before the old one expires)."""
+        credentials = self._role_credentials(endpoint.role_arn)
+        key = (service, credentials.access_key_id)
+        with self._lock:
+            if key not in self._role_clients:
+                self._role_clients = {k: v for k, v in self._role_clients.items() if k[0] != service or k[1] == key[1]}
+                self._role_clients[key] = boto3.client(
+                    service,
+                    region_name=self.region,
+                    endpoint_url=self._moto_endpoint,
+                    config=self._config,
+                    **credentials.boto(),
+                )
+            return self._role_clients[key]
 
     def _container(self, endpoint: _Endpoint) -> str:
         url = self._containers.get(endpoint.model_name)
@@ -298,7 +328,7 @@ class SageMakerHosting:
             return  # expired while queued (already notified)
         try:
             bucket, key = _split_s3(request.input_location)
-            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            body = self._as_role(request.endpoint, "s3").get_object(Bucket=bucket, Key=key)["Body"].read()
         except Exception as exc:  # noqa: BLE001 - any read failure is a ClientError notification on AWS
             self._fail(request, f"ClientError: Unable to read input from {request.input_location}: {exc}", str(exc))
             return
@@ -337,7 +367,13 @@ class SageMakerHosting:
             return
         bucket, key = _split_s3(request.output_location)
         content_type = response.headers.get("content-type", "application/octet-stream")
-        self._s3.put_object(Bucket=bucket, Key=key, Body=response.content, ContentType=content_type)
+        try:
+            self._as_role(request.endpoint, "s3").put_object(
+                Bucket=bucket, Key=key, Body=response.content, ContentType=content_type
+            )
+        except Exception as exc:  # noqa: BLE001 - on AWS a failed output write is a failed invocation
+            self._fail(request, f"ClientError: Unable to write output to {request.output_location}: {exc}", str(exc))
+            return
         log.info(
             "async %s: completed in %.1f s, %d bytes -> %s",
             request.inference_id,
@@ -351,7 +387,9 @@ class SageMakerHosting:
         log.warning("async %s: failed: %s", request.inference_id, reason[:300])
         try:
             bucket, key = _split_s3(request.failure_location)
-            self._s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=content_type)
+            self._as_role(request.endpoint, "s3").put_object(
+                Bucket=bucket, Key=key, Body=body.encode(), ContentType=content_type
+            )
         except Exception:
             log.exception("async %s: could not write the failure object", request.inference_id)
         self._notify(request, "Failed", failure_reason=reason, response_content_type=content_type)
@@ -396,7 +434,7 @@ class SageMakerHosting:
         if fault == "drop":
             return
         for _ in range(2 if fault == "duplicate" else 1):
-            self._sns.publish(TopicArn=topic, Message=json.dumps(message))
+            self._as_role(request.endpoint, "sns").publish(TopicArn=topic, Message=json.dumps(message))
         log.info("async %s: %s notification published to %s", request.inference_id, status, topic.rsplit(":", 1)[-1])
 
     def shutdown(self) -> None:

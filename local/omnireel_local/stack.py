@@ -10,9 +10,13 @@ One process that owns everything ``omnireel local up`` starts:
   bearer token generated per start (``--no-relay`` skips it; without a TTS model in the template -- EnableVoice=false
   -- there is no relay unless ``--relay`` asks for one, served by a dedicated speech emulator).
 
-It provisions the local AWS from template.yaml, records ports, pids and outputs in ``<home>/state.json``
-(``phase`` shows progress; ``ready: true`` when it can take jobs) and runs until SIGTERM/SIGINT, then stops every
-child it started. All children share the supervisor's process group, so nothing outlives ``omnireel local down``.
+It provisions the local AWS from template.yaml (roles with their policies), then switches IAM enforcement on: from
+then on every call is SigV4-signed by a known identity and authorised by its policies (``identities`` names them:
+the stack's admin, the API Gateway identity of the front door, the developer's IAM user whose key the CLI and
+``omnireel local env`` use, and a session of its own template role for every Lambda function). It records ports,
+pids and outputs in ``<home>/state.json`` (``phase`` shows progress; ``ready: true`` when it can take jobs) and
+runs until SIGTERM/SIGINT, then stops every child it started. All children share the supervisor's process group, so
+nothing outlives ``omnireel local down``.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class Stack:
         self.invoker: Any = None
         self.front_door: Any = None
         self.scheduler: Any = None
+        self.admin: Any = None  # identities.Credentials of the stack's admin user (never written to state.json)
 
     # ---------------------------------------------------------------- state
     def save(self, **changes: Any) -> None:
@@ -96,6 +101,8 @@ class Stack:
         os.environ.update({**homedir.CREDENTIALS, "AWS_DEFAULT_REGION": self.region})
         os.environ.pop("AWS_ENDPOINT_URL", None)
         os.environ.pop("AWS_PROFILE", None)
+        # Roles attach AWS managed policies (AWSLambdaBasicExecutionRole...): load moto's bundled copies (~0.2 s).
+        os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
 
         # The emulator package (imported for its model -> served-kinds rule) takes about a second to import:
         # do it while moto starts and the template is provisioned, not on the critical path.
@@ -105,25 +112,44 @@ class Stack:
         self.phase("starting the local AWS (moto)")
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-        from . import fault_injection, moto_patches
+        from . import fault_injection, identities, moto_patches
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
-        self.runner = LambdaRunner(self.moto_endpoint, self.region, self.logs, self.args.lambda_workers)
-        self.hosting = SageMakerHosting(self.moto_endpoint, self.region, self.account_id)
+        roles = identities.ServiceCredentials(self.account_id, self.region)
+        self.runner = LambdaRunner(
+            self.moto_endpoint,
+            self.region,
+            self.logs,
+            self.args.lambda_workers,
+            credentials=lambda name, role, valid_for: roles.get(
+                role, "lambda.amazonaws.com", name, valid_for=valid_for
+            ),
+        )
+
+        fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self.server.start()
+        httpx.post(
+            f"{self.moto_endpoint}/moto-api/config", json={"stepfunctions": {"execute_state_machine": True}}, timeout=10
+        ).raise_for_status()
+        # The admin identity exists before enforcement is switched on (moto accepts any key until then).
+        self.admin = identities.create_user(self._client("iam", bootstrap=True), identities.ADMIN_USER,
+                                            identities.ADMIN_POLICY)  # fmt: skip
+        self.hosting = SageMakerHosting(
+            self.moto_endpoint,
+            self.region,
+            self.account_id,
+            self.admin,
+            lambda role: roles.get(role, "sagemaker.amazonaws.com", "omnireel-local-sagemaker"),
+        )
         sqs = self._client("sqs")
 
         def sqs_send(queue_arn: str, body: str) -> None:
             url = sqs.get_queue_url(QueueName=queue_arn.split(":")[-1])["QueueUrl"]
             sqs.send_message(QueueUrl=url, MessageBody=body)
 
-        fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
-        self.invoker = moto_patches.apply(self.runner, self.hosting, sqs_send)
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
-        self.server.start()
-        httpx.post(
-            f"{self.moto_endpoint}/moto-api/config", json={"stepfunctions": {"execute_state_machine": True}}, timeout=10
-        ).raise_for_status()
+        self.invoker = moto_patches.apply(self.runner, self.hosting, sqs_send, roles)
 
         self.phase("provisioning from template.yaml")
         from .provision import Provisioner
@@ -135,12 +161,35 @@ class Stack:
             region=self.region,
             account_id=self.account_id,
             parameter_overrides=overrides,
+            credentials=self.admin.boto(),
         ).run()
         for name, spec in provisioned.functions.items():
             self.runner.register(name, FunctionCode(Path(spec["code_dir"]), tuple(Path(p) for p in spec["layer_dirs"])))
         for logical, rtype, reason in provisioned.skipped:
             log.info("not provisioned locally: %s (%s): %s", logical, rtype, reason)
         self.save(provisioned=provisioned.summary())
+
+        self.phase("switching IAM enforcement on")
+        iam = self._client("iam")
+        front_door_identity = identities.create_user(
+            iam,
+            identities.APIGATEWAY_USER,
+            identities.apigateway_policy(provisioned.invoke_permissions.get("apigateway.amazonaws.com", [])),
+        )
+        developer = identities.create_user(
+            iam,
+            identities.DEVELOPER_USER,
+            identities.developer_policy(self.args.stack_name, self.region, self.account_id),
+        )
+        moto_patches.enforce_iam(self.moto_endpoint)
+        self.save(
+            developer={
+                "user": identities.DEVELOPER_USER,
+                "arn": f"arn:aws:iam::{self.account_id}:user/{identities.DEVELOPER_USER}",
+                "access_key_id": developer.access_key_id,
+                "secret_access_key": developer.secret_access_key,
+            }
+        )
 
         preload.join(timeout=30)
         from .emulator.config import kinds_for_model
@@ -173,7 +222,9 @@ class Stack:
         self.phase("starting the API front door")
         from .api_gateway import FrontDoor
 
-        self.front_door = FrontDoor(provisioned.routes, self.moto_endpoint, self.region, self.account_id)
+        self.front_door = FrontDoor(
+            provisioned.routes, self.moto_endpoint, self.region, self.account_id, credentials=front_door_identity.boto()
+        )
         self.front_door.serve("127.0.0.1", self.api_port)
         outputs["ApiUrl"] = self.state["api_url"]  # the deployed value is an execute-api URL
         if relay:
@@ -200,16 +251,14 @@ class Stack:
         scheduler.start()
         return scheduler
 
-    def _client(self, service: str) -> Any:
+    def _client(self, service: str, *, bootstrap: bool = False) -> Any:
+        """A client as the stack's admin (``bootstrap``: any key, before the admin exists and enforcement is on)."""
         import boto3
 
-        return boto3.client(
-            service,
-            endpoint_url=self.moto_endpoint,
-            region_name=self.region,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",  # noqa: S106
+        credentials = (
+            {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"} if bootstrap else self.admin.boto()
         )
+        return boto3.client(service, endpoint_url=self.moto_endpoint, region_name=self.region, **credentials)
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         log_file = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from omnireel_cli.local_stack import parse_env_lines
 from omnireel_local import home as homedir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ class LocalStack:
 
 
 def parse_env(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return parse_env_lines(text)
 
 
 def start_stack(home: Path, *extra: str) -> LocalStack:

@@ -125,7 +125,7 @@ def test_a_reused_idempotency_key_after_the_record_expired_runs_a_new_job(stack:
     table = resource(stack, "JobsTable")
     ddb = aws(stack, "dynamodb")
     first_item = ddb.get_item(TableName=table, Key={"job_id": {"S": job_id}}, ConsistentRead=True)["Item"]
-    (first_event,) = events_for(stack, job_id, 1, timeout=60)  # exactly one delivery (moto patch 9)
+    (first_event,) = events_for(stack, job_id, 1, timeout=60)  # exactly one delivery (moto patch 13)
 
     # DynamoDB TTL deletes the record after JobTtlDays; the execution it started keeps its name (AWS: 90 days).
     ddb.delete_item(TableName=table, Key={"job_id": {"S": job_id}})

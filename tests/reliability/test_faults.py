@@ -53,6 +53,11 @@ def test_expected_failure_reasons(result: RunResult) -> None:
     assert any(s == "render_video" and c == "VideoRenderFailed" for _, s, c in codes), codes  # via the error topic
     assert any(p == "queue_expiry" and c == "VideoRequestExpired" for p, _, c in codes), codes
     assert any(p == "malformed_image" and c == "MalformedModelOutput" for p, _, c in codes), codes
+    # A lost notification with no output in S3 reconciles to VideoTimedOut: ReconcileVideo's HeadObject of the missing
+    # output must answer 404 (its role may s3:ListBucket the async/ prefix), never 403 read as an error (defect 3).
+    missing = {(s, c) for p, s, c in codes if p == "missing_output"}
+    assert ("reconcile_video", "VideoTimedOut") in missing or ("render_video", "VideoTimedOut") in missing, codes
+    assert not any(c in ("ArtifactAccessDenied", "AccessDenied", "Forbidden") for _, c in missing), codes
     # A duplicate S3 event never starts a second job: one job per dropped file.
     sources = Counter(result.records[j.job_id]["source"] for j in result.by_phase("s3_duplicate"))
     assert all(n == 1 for n in sources.values()), sources

@@ -116,6 +116,12 @@ class JobDeadlineExceeded(OmnireelError):
     code = "JobDeadlineExceeded"
 
 
+class ArtifactAccessDenied(OmnireelError):
+    """S3 refused to say whether an artifact exists (403): a missing permission, never a missing object."""
+
+    code = "ArtifactAccessDenied"
+
+
 class PublishFailed(OmnireelError):
     code = "PublishFailed"
     retryable = True

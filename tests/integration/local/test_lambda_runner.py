@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
-from omnireel_local.lambda_runner import FunctionCode, Invocation, LambdaRunner
+from omnireel_local import lambda_runner
+from omnireel_local.identities import Credentials
+from omnireel_local.lambda_runner import CREDENTIAL_MARGIN_S, FunctionCode, Invocation, LambdaRunner
 
 HANDLER = """
 import os, time
@@ -22,7 +25,8 @@ def handler(event, context):
     if event.get("fail"):
         raise StepError('{"code": "Boom", "message": "it broke"}')
     return {"pid": os.getpid(), "boot": BOOT, "fn": context.function_name, "env": os.environ.get("GREETING"),
-            "endpoint": os.environ.get("AWS_ENDPOINT_URL"), "remaining": context.get_remaining_time_in_millis()}
+            "endpoint": os.environ.get("AWS_ENDPOINT_URL"), "remaining": context.get_remaining_time_in_millis(),
+            "key": os.environ.get("AWS_ACCESS_KEY_ID"), "token": os.environ.get("AWS_SESSION_TOKEN")}
 """
 
 
@@ -82,3 +86,76 @@ def test_init_error_is_reported(runner: LambdaRunner) -> None:
     assert result.errored
     error = json.loads(result.payload)
     assert error["errorType"] == "RuntimeError" and "bad config" in error["errorMessage"]
+
+
+class _Clock:
+    """time.time() that a test can move forward (the runner reads wall time to judge a session's remaining life)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+def test_workers_run_with_the_function_role_session_and_never_keep_an_expiring_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(lambda_runner, "time", clock)
+    issued: list[Credentials] = []
+    asked: list[tuple[str, str, float]] = []
+
+    def session(name: str, role_arn: str, valid_for: float) -> Credentials:
+        """Like ServiceCredentials.get: the cached session unless it expires within ``valid_for``."""
+        asked.append((name, role_arn, valid_for))
+        if not issued or issued[-1].expires_at - clock.time() <= valid_for:
+            issued.append(Credentials(f"ASIA{len(issued)}", "secret", f"token-{len(issued)}", clock.time() + 3600))
+        return issued[-1]
+
+    code = tmp_path / "fn"
+    code.mkdir()
+    (code / "handler.py").write_text(HANDLER)
+    runner = LambdaRunner("http://127.0.0.1:9", "us-east-1", tmp_path / "logs", 2, credentials=session)
+    runner.register("fn", FunctionCode(code))
+    role = "arn:aws:iam::123456789012:role/fn-role"
+
+    def call() -> tuple[bool, dict]:
+        inv = Invocation("fn", "arn:aws:lambda:us-east-1:123456789012:function:fn", "handler.handler", "python3.13",
+                         10, 128, {"GREETING": "hi"}, "{}", role_arn=role)  # fmt: skip
+        result = runner.invoke(inv)
+        return result.cold, json.loads(result.payload)
+
+    try:
+        (cold1, first), (cold2, second) = call(), call()
+        assert cold1 and not cold2 and first["pid"] == second["pid"]
+        assert (first["key"], first["token"]) == ("ASIA0", "token-0")
+        assert asked[0] == ("fn", role, 10 + CREDENTIAL_MARGIN_S)
+        clock.offset = 3600 - 30  # the warm worker's session now ends before an invocation could
+        cold3, third = call()
+        assert cold3 and third["pid"] != first["pid"]
+        assert (third["key"], third["token"]) == ("ASIA1", "token-1")
+    finally:
+        runner.shutdown()
+
+
+def test_a_role_lambda_cannot_assume_fails_the_invocation(tmp_path: Path) -> None:
+    def refuse(name: str, role_arn: str, valid_for: float) -> Credentials:
+        raise PermissionError(f"the trust policy of {role_arn} does not let lambda.amazonaws.com assume it")
+
+    code = tmp_path / "fn"
+    code.mkdir()
+    (code / "handler.py").write_text(HANDLER)
+    runner = LambdaRunner("http://127.0.0.1:9", "us-east-1", tmp_path / "logs", 1, credentials=refuse)
+    runner.register("fn", FunctionCode(code))
+    try:
+        result = invoke(runner, {})
+        assert result.errored
+        error = json.loads(result.payload)
+        assert error["errorType"] == "AccessDeniedException" and "cannot be assumed" in error["errorMessage"]
+        assert runner.pids() == []
+    finally:
+        runner.shutdown()

@@ -522,3 +522,93 @@ def test_starting_functions_may_describe_only_their_executions(cfn: dict[str, An
 def _actions(statement: dict[str, Any]) -> list[str]:
     action = statement["Action"]
     return [action] if isinstance(action, str) else list(action)
+
+
+# ---------------------------------------------------------------- issue 9: least privilege that works on AWS
+def _evaluate(value: Any, cfn: dict[str, Any], params: dict[str, Any]) -> Any:
+    """Just enough of CloudFormation's intrinsics to read a policy as deployed with ``params``."""
+    if isinstance(value, list):
+        return [_evaluate(v, cfn, params) for v in value]
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    ((fn, arg),) = value.items()
+    if fn == "Ref":
+        return params[arg]
+    if fn == "Fn::If":
+        name, yes, no = arg
+        return _evaluate(yes if _evaluate(cfn["Conditions"][name], cfn, params) else no, cfn, params)
+    if fn == "Fn::Equals":
+        return str(_evaluate(arg[0], cfn, params)) == str(_evaluate(arg[1], cfn, params))
+    if fn == "Fn::FindInMap":
+        name, key, attribute = (_evaluate(a, cfn, params) for a in arg)
+        return cfn["Mappings"][name][key][attribute]
+    if fn == "Fn::Select":
+        return _evaluate(arg[1], cfn, params)[int(arg[0])]
+    if fn == "Fn::Split":
+        return str(_evaluate(arg[1], cfn, params)).split(arg[0])
+    if fn == "Fn::Sub":
+        text, variables = (arg, {}) if isinstance(arg, str) else arg
+        scope = {**params, **{k: _evaluate(v, cfn, params) for k, v in variables.items()}}
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(scope[m[1]]), text)
+    raise AssertionError(f"intrinsic {fn} not evaluated by this test")
+
+
+def _ecr_pull_resource(cfn: dict[str, Any], region: str, image: str) -> str:
+    params = {"AWS::Region": region, "AWS::AccountId": "111122223333", "AWS::Partition": "aws", "DlcImageUri": image}
+    statements = props(cfn, "SageMakerExecutionRole")["Policies"][0]["PolicyDocument"]["Statement"]
+    pull = next(s for s in statements if s.get("Sid") == "PullDlcImage")
+    return _evaluate(pull["Resource"], cfn, params)
+
+
+def test_ecr_pull_is_scoped_to_the_pinned_dlc_registry_by_default(cfn: dict[str, Any]) -> None:
+    assert _ecr_pull_resource(cfn, "eu-west-1", "") == "arn:aws:ecr:eu-west-1:763104351884:repository/*"
+
+
+def test_ecr_pull_is_scoped_to_the_registry_named_by_dlc_image_uri(cfn: dict[str, Any]) -> None:
+    """Defect 4: with DlcImageUri set (regions outside the mapping) the DLC lives in AWS's account, not ours."""
+    image = "380420809688.dkr.ecr.ap-southeast-3.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"
+    resource = _ecr_pull_resource(cfn, "ap-southeast-3", image)
+    assert resource == "arn:aws:ecr:ap-southeast-3:380420809688:repository/*"
+    assert "111122223333" not in resource
+
+
+def test_dlc_image_uri_must_be_an_ecr_image_uri(sam: dict[str, Any]) -> None:
+    pattern = re.compile(sam["Parameters"]["DlcImageUri"]["AllowedPattern"])
+    assert pattern.fullmatch("")
+    assert pattern.fullmatch("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6")
+    assert not pattern.fullmatch("public.ecr.aws/vllm/vllm:latest")
+    assert not pattern.fullmatch("vllm:latest")
+
+
+def _role_statements(cfn: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    return [s for policy in props(cfn, role).get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+
+
+@pytest.mark.parametrize(
+    ("role", "prefixes"),
+    [
+        ("ReconcileVideoFunctionRole", ["async/*", "jobs/*"]),
+        ("AsyncResultFunctionRole", ["async/*", "jobs/*"]),
+        ("GenerateImageFunctionRole", ["jobs/*"]),
+    ],
+)
+def test_functions_that_head_artifacts_may_list_exactly_those_prefixes(
+    cfn: dict[str, Any], role: str, prefixes: list[str]
+) -> None:
+    """Defect 3: without s3:ListBucket S3 answers HeadObject of a missing key with 403, not 404."""
+    listing = [s for s in _role_statements(cfn, role) if s["Action"] == "s3:ListBucket"]
+    assert len(listing) == 1, role
+    assert listing[0]["Resource"] == {"Fn::GetAtt": ["ArtifactsBucket", "Arn"]}
+    granted = listing[0]["Condition"]["StringLike"]["s3:prefix"]
+    assert sorted(granted if isinstance(granted, list) else [granted]) == prefixes
+
+
+def test_relay_may_invoke_only_the_tts_endpoint(cfn: dict[str, Any]) -> None:
+    """Defect 6: the bidirectional-stream action is not in the IAM catalogue; InvokeEndpoint is granted as well."""
+    statements = [s for s in _role_statements(cfn, "RelayTaskRole") if "sagemaker" in str(s["Action"])]
+    assert len(statements) == 1
+    assert sorted(statements[0]["Action"]) == [
+        "sagemaker:InvokeEndpoint",
+        "sagemaker:InvokeEndpointWithBidirectionalStream",
+    ]
+    assert statements[0]["Resource"] == {"Ref": "TtsEndpoint"}

@@ -7,10 +7,12 @@ from datetime import timedelta
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
+from omnireel.errors import ArtifactAccessDenied
 from omnireel.job import iso, now
 from omnireel.s3uri import S3Uri
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+_DENIED = {"403", "AccessDenied", "Forbidden"}
 
 
 class ArtifactStore:
@@ -34,12 +36,24 @@ class ArtifactStore:
         return response["Body"].read()
 
     def size(self, uri: S3Uri) -> int | None:
-        """Object size in bytes, or None if it does not exist."""
+        """Object size in bytes, or None if it does not exist.
+
+        S3 answers a HeadObject of a missing key with 404 only to a caller allowed ``s3:ListBucket`` on the bucket;
+        without it the answer is 403 whether or not the object exists. A 403 is therefore never read as "missing":
+        it raises ``ArtifactAccessDenied`` naming the permission to grant.
+        """
         try:
             return self._s3.head_object(Bucket=uri.bucket, Key=uri.key)["ContentLength"]
         except ClientError as exc:
-            if exc.response["Error"]["Code"] in _MISSING:
+            error = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if error.get("Code") in _MISSING:
                 return None
+            if error.get("Code") in _DENIED or status == 403:
+                raise ArtifactAccessDenied(
+                    f"{uri}: S3 denied HeadObject (403), so it cannot tell whether the object exists; the function's "
+                    f"role needs s3:GetObject on the object and s3:ListBucket on bucket {uri.bucket} for this prefix"
+                ) from exc
             raise
 
     def content_type(self, uri: S3Uri) -> str:

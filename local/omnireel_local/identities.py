@@ -1,0 +1,227 @@
+"""Who calls the local AWS once IAM is enforced: the stack's own identities and the service-role credentials.
+
+After provisioning, the local AWS authenticates every request (SigV4 with a key it knows) and evaluates the caller's
+policies (``moto_patches`` / ``iam_policy``). The callers are:
+
+- ``omnireel-local-admin`` (IAM user, ``*`` on ``*``): the stack process itself acting as CloudFormation and as the
+  AWS control plane -- the provisioner, the on-failure destination sender, the CLI events-queue subscription, the relay
+  token, the SageMaker shim's reads of endpoint configurations. Admin because on AWS these are the service itself, not
+  a principal of the account. Created before enforcement starts; its key never leaves the stack process.
+- ``omnireel-local-apigateway`` (IAM user): the front door invoking Lambda as API Gateway does. Its only policy is
+  ``lambda:InvokeFunction`` on the functions the template's ``AWS::Lambda::Permission`` resources grant to
+  ``apigateway.amazonaws.com``.
+- ``omnireel-local-developer`` (IAM user with an access key): the developer at the keyboard -- the CLI and
+  ``eval "$(omnireel local env)"``. Its policy (``developer_policy``) is what a developer of this app needs: drop
+  prompts, read job outputs, consume job events, inspect the stack, tune functions and edit the stack's role policies.
+  Not admin: no users, keys or other IAM principals.
+- Service-role sessions (``ServiceCredentials``): each Lambda function runs as its template role, the state machine
+  calls Lambda as its role, the SageMaker shim acts as the model's ExecutionRoleArn. Assumed in-process from moto's
+  STS backend -- as the AWS service does, without a caller's key -- after checking that the role's trust policy
+  trusts the service principal.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from . import iam_policy
+
+ADMIN_USER = "omnireel-local-admin"
+APIGATEWAY_USER = "omnireel-local-apigateway"
+DEVELOPER_USER = "omnireel-local-developer"
+# Role sessions last an hour (the default MaxSessionDuration); they are re-assumed this long before they expire.
+SESSION_SECONDS = 3600
+REFRESH_MARGIN_S = 300
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None = None
+    expires_at: float | None = None  # epoch seconds; None for an IAM user's access key
+
+    def boto(self) -> dict[str, str]:
+        """Keyword arguments for boto3.client / boto3.Session."""
+        out = {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        if self.session_token:
+            out["aws_session_token"] = self.session_token
+        return out
+
+    def environment(self) -> dict[str, str]:
+        out = {"AWS_ACCESS_KEY_ID": self.access_key_id, "AWS_SECRET_ACCESS_KEY": self.secret_access_key}
+        if self.session_token:
+            out["AWS_SESSION_TOKEN"] = self.session_token
+        return out
+
+    def valid_for(self, seconds: float) -> bool:
+        return self.expires_at is None or self.expires_at - time.time() > seconds
+
+
+def create_user(iam: Any, name: str, policy: dict[str, Any]) -> Credentials:
+    """An IAM user with one inline policy and an access key (through the IAM API of the local AWS)."""
+    iam.create_user(UserName=name, Tags=[{"Key": "omnireel:local", "Value": "stack identity"}])
+    iam.put_user_policy(UserName=name, PolicyName=f"{name}-policy", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+
+
+ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+
+def apigateway_policy(function_arns: list[str]) -> dict[str, Any]:
+    statement: dict[str, Any] = {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arns}
+    if not function_arns:  # no route functions: a policy that allows nothing
+        statement = {"Effect": "Deny", "Action": "*", "Resource": "*"}
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
+    """What a developer of the app may do on their stack (the resources named ``<stack>-*``)."""
+    scoped = f"{stack}-*"
+    arn = f"arn:aws:{{}}:{region}:{account}:{{}}"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DropPromptsAndReadOutputs",
+                "Effect": "Allow",
+                "Action": [
+                    "s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject",
+                    "s3:GetObjectTagging", "s3:GetObjectVersionTagging",
+                ],
+                "Resource": f"arn:aws:s3:::{scoped}/*",
+            },
+            {
+                "Sid": "ListTheStackBuckets",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket", "s3:ListBucketVersions", "s3:GetBucketLocation", "s3:GetBucket*"],
+                "Resource": f"arn:aws:s3:::{scoped}",
+            },
+            {"Sid": "ListBuckets", "Effect": "Allow", "Action": "s3:ListAllMyBuckets", "Resource": "*"},
+            {
+                "Sid": "ConsumeJobEvents",
+                "Effect": "Allow",
+                "Action": "sqs:*",
+                # The stack's queues, and consumer queues the developer's tools create (omnireel-cli-tap-*, ...).
+                "Resource": [arn.format("sqs", scoped), arn.format("sqs", "omnireel-*")],
+            },
+            {
+                "Sid": "SubscribeToJobEvents",
+                "Effect": "Allow",
+                "Action": [
+                    "sns:Subscribe", "sns:Unsubscribe", "sns:GetTopicAttributes", "sns:ListSubscriptionsByTopic",
+                ],
+                "Resource": arn.format("sns", scoped),
+            },
+            {
+                "Sid": "InspectTheStack",
+                "Effect": "Allow",
+                "Action": [
+                    "dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable",
+                    "states:Describe*", "states:List*", "states:GetExecutionHistory",
+                    "lambda:GetFunction", "lambda:GetFunctionConfiguration", "lambda:UpdateFunctionConfiguration",
+                    "sagemaker:Describe*", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
+                    "secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
+                ],
+                "Resource": [
+                    arn.format("dynamodb", f"table/{scoped}"),
+                    arn.format("states", f"stateMachine:{scoped}"),
+                    arn.format("states", f"execution:{scoped}"),
+                    arn.format("lambda", f"function:{scoped}"),
+                    arn.format("sagemaker", f"endpoint/{scoped.lower()}"),
+                    arn.format("sagemaker", f"endpoint-config/{scoped.lower()}"),
+                    arn.format("secretsmanager", f"secret:{scoped}"),
+                ],
+            },
+            {
+                "Sid": "ListAndRead",
+                "Effect": "Allow",
+                "Action": [
+                    "sqs:ListQueues", "sns:ListTopics", "dynamodb:ListTables", "lambda:ListFunctions",
+                    "states:ListStateMachines", "sagemaker:List*",
+                    "logs:Describe*", "logs:Get*", "logs:FilterLogEvents",
+                    "iam:Get*", "iam:List*", "sts:GetCallerIdentity",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "EditTheStackRolePolicies",
+                "Effect": "Allow",
+                "Action": ["iam:PutRolePolicy", "iam:DeleteRolePolicy", "iam:AttachRolePolicy", "iam:DetachRolePolicy"],
+                "Resource": f"arn:aws:iam::{account}:role/{scoped}",
+            },
+        ],
+    }  # fmt: skip
+
+
+class TrustError(PermissionError):
+    pass
+
+
+class ServiceCredentials:
+    """Role sessions for AWS services (Lambda, Step Functions, SageMaker), cached until shortly before they expire."""
+
+    def __init__(self, account_id: str, region: str, session_seconds: int = SESSION_SECONDS):
+        self.account_id = account_id
+        self.region = region
+        self.session_seconds = session_seconds
+        self._cache: dict[tuple[str, str, str], Credentials] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, role_arn: str, service: str, session_name: str, *, valid_for: float = REFRESH_MARGIN_S
+    ) -> Credentials:
+        """Credentials of ``role_arn`` for ``service`` (e.g. ``lambda.amazonaws.com``), valid ``valid_for`` s more."""
+        key = (role_arn, service, session_name)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None and cached.valid_for(valid_for):
+                return cached
+            fresh = self._assume(role_arn, service, session_name)
+            self._cache[key] = fresh
+            return fresh
+
+    def _assume(self, role_arn: str, service: str, session_name: str) -> Credentials:
+        from moto.iam.models import iam_backends
+        from moto.sts.models import sts_backends
+
+        role = iam_backends[self.account_id]["aws"].get_role_by_arn(role_arn)
+        trust = iam_policy.document(role.assume_role_policy_document)
+        caller = iam_policy.Principal(f"service:{service}", self.account_id, service=service)
+        decision = iam_policy.evaluate([trust], "sts:AssumeRole", role_arn, {}, caller, resource_policy=True)
+        if decision != iam_policy.ALLOW:
+            raise TrustError(f"the trust policy of {role_arn} does not let {service} assume it")
+        duration = min(self.session_seconds, int(getattr(role, "max_session_duration", 3600) or 3600))
+        session = sts_backends[self.account_id]["aws"].assume_role(
+            region_name=self.region,
+            role_session_name=session_name[:64],
+            role_arn=role_arn,
+            policy=None,
+            duration=duration,
+            external_id=None,
+        )
+        expiration = session.expiration
+        if expiration.tzinfo is None:
+            expiration = expiration.replace(tzinfo=UTC)
+        return Credentials(
+            session.access_key_id, session.secret_access_key, session.session_token, expiration.timestamp()
+        )
+
+
+def session_expired(access_key_id: str, account_id: str) -> bool | None:
+    """True/False for a role session's key known to moto's STS; None for any other key."""
+    from moto.sts.models import sts_backends
+
+    for session in sts_backends[account_id]["aws"].assumed_roles:
+        if session.access_key_id == access_key_id:
+            expiration = session.expiration
+            if expiration.tzinfo is None:
+                expiration = expiration.replace(tzinfo=UTC)
+            return expiration <= datetime.now(UTC)
+    return None

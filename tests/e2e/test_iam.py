@@ -1,0 +1,177 @@
+"""IAM is enforced by the local AWS as AWS enforces it: per-function roles from template.yaml, known keys only.
+
+Everything goes through the user's path: the developer identity that ``omnireel local env`` exports, the CLI, the front
+door and the role policies the template declares.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from .conftest import ROOT, LocalStack, cli_command
+
+pytestmark = pytest.mark.e2e
+
+
+def _client(stack: LocalStack, service: str, **credentials: str) -> Any:
+    keys = credentials or {
+        "aws_access_key_id": stack.outputs["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": stack.outputs["AWS_SECRET_ACCESS_KEY"],
+    }
+    return boto3.client(
+        service, endpoint_url=stack.outputs["AWS_ENDPOINT_URL"], region_name=stack.outputs["AWS_REGION"], **keys
+    )
+
+
+def test_an_unknown_access_key_is_refused_by_the_local_aws(stack: LocalStack) -> None:
+    stranger = {"aws_access_key_id": "AKIAUNKNOWNLOCALKEY0", "aws_secret_access_key": "not-a-secret"}
+    with pytest.raises(ClientError) as s3_error:
+        _client(stack, "s3", **stranger).list_buckets()
+    assert s3_error.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    with pytest.raises(ClientError) as sqs_error:
+        _client(stack, "sqs", **stranger).list_queues()
+    assert sqs_error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    # A known key with a wrong secret is a signature mismatch, not a pass.
+    wrong_secret = {"aws_access_key_id": stack.outputs["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": "wrong"}
+    with pytest.raises(ClientError) as signature_error:
+        _client(stack, "dynamodb", **wrong_secret).list_tables()
+    assert signature_error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+def test_the_developer_identity_is_not_an_administrator(stack: LocalStack) -> None:
+    me = _client(stack, "sts").get_caller_identity()
+    assert me["Arn"].endswith(":user/omnireel-local-developer")
+    with pytest.raises(ClientError) as denied:
+        _client(stack, "iam").create_user(UserName="escalation")
+    assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    with pytest.raises(ClientError) as denied_invoke:
+        _client(stack, "lambda").invoke(FunctionName="omnireel-local-GenerateImageFunction", Payload=b"{}")
+    assert denied_invoke.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+def test_local_env_exports_the_developer_identity_to_a_child_shell(stack: LocalStack) -> None:
+    """Defect 10: `eval "$(omnireel local env)"` must export, or boto3 in that shell talks to real AWS."""
+    probe = (
+        "import boto3, json, os; "
+        "print(json.dumps({'arn': boto3.client('sts').get_caller_identity()['Arn'], "
+        "'endpoint': os.environ.get('AWS_ENDPOINT_URL'), "
+        "'buckets': [b['Name'] for b in boto3.client('s3').list_buckets()['Buckets']]}))"
+    )
+    cli = " ".join(f"'{part}'" for part in cli_command())
+    script = f'eval "$({cli} local env)" && exec "{sys.executable}" -c "{probe}"'
+    env = {
+        **stack.env,
+        # A developer's real-AWS settings in the parent shell must not leak into the local identity.
+        "AWS_PROFILE": "real-account-profile",
+        "AWS_SESSION_TOKEN": "real-session-token",
+        "AWS_ACCESS_KEY_ID": "AKIAREALACCOUNTKEY00",
+        "AWS_SECRET_ACCESS_KEY": "real-secret",
+    }
+    env.pop("AWS_ENDPOINT_URL", None)
+    result = subprocess.run(
+        ["bash", "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["arn"].endswith(":user/omnireel-local-developer")
+    assert seen["endpoint"] == stack.outputs["AWS_ENDPOINT_URL"]
+    assert stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"] in seen["buckets"]
+
+
+@pytest.fixture
+def generate_image_role_without_put(stack: LocalStack) -> Iterator[str]:
+    """The GenerateImage role's policy without s3:PutObject, edited by the developer through IAM; restored after."""
+    iam = _client(stack, "iam")
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "GenerateImageFunctionRole" in r["RoleName"])
+    (name,) = [n for n in iam.list_role_policies(RoleName=role)["PolicyNames"]]
+    original = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+    document = json.loads(original) if isinstance(original, str) else original
+    reduced = json.loads(json.dumps(document))
+    for statement in reduced["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        statement["Action"] = [a for a in actions if a != "s3:PutObject"] or ["s3:GetObject"]
+    assert reduced != document, "the GenerateImage role had no s3:PutObject to remove"
+    iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def test_a_role_missing_one_permission_fails_the_job_with_access_denied(
+    stack: LocalStack, generate_image_role_without_put: str
+) -> None:
+    result = stack.cli("submit", "a lantern on a quiet pier", "--wait", "--json", "--timeout", "90")
+    assert result.returncode != 0, result.stdout
+    job = json.loads(result.stdout)
+    assert job["status"] == "failed"
+    assert job["error"]["stage"] == "generate_image"
+    message = job["error"]["message"]
+    assert "AccessDenied" in message, message
+    assert "s3:PutObject" in message and generate_image_role_without_put in message, message
+
+
+@pytest.fixture
+def state_machine_cannot_invoke_generate_image(stack: LocalStack) -> Iterator[str]:
+    """Detach the state machine role's LambdaInvokePolicy for GenerateImage (developer, through IAM); restored after."""
+    iam = _client(stack, "iam")
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "PipelineStateMachineRole" in r["RoleName"])
+    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        document = json.loads(document) if isinstance(document, str) else document
+        if "GenerateImageFunction" in json.dumps(document):
+            break
+    else:
+        raise AssertionError(f"no policy of {role} lets it invoke GenerateImage")
+    iam.delete_role_policy(RoleName=role, PolicyName=name)
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def test_the_state_machine_invokes_tasks_as_its_own_role(
+    stack: LocalStack, state_machine_cannot_invoke_generate_image: str
+) -> None:
+    result = stack.cli("submit", "a kite over dunes", "--wait", "--json", "--timeout", "90")
+    assert result.returncode != 0, result.stdout
+    job = json.loads(result.stdout)
+    assert job["status"] == "failed"
+    assert "AccessDenied" in json.dumps(job["error"]), job["error"]
+
+
+@pytest.fixture
+def sagemaker_role_cannot_write_async_results(stack: LocalStack) -> Iterator[str]:
+    """The models' execution role without its WriteAsyncResults statement (developer, through IAM); restored after."""
+    iam = _client(stack, "iam")
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "SageMakerExecutionRole" in r["RoleName"])
+    (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+    document = json.loads(document) if isinstance(document, str) else document
+    reduced = {**document, "Statement": [s for s in document["Statement"] if s.get("Sid") != "WriteAsyncResults"]}
+    assert len(reduced["Statement"]) == len(document["Statement"]) - 1
+    iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def test_sagemaker_writes_async_results_as_the_model_execution_role(
+    stack: LocalStack, sagemaker_role_cannot_write_async_results: str
+) -> None:
+    result = stack.cli("submit", "a heron in the reeds", "--wait", "--json", "--timeout", "120")
+    assert result.returncode != 0, result.stdout
+    job = json.loads(result.stdout)
+    assert job["status"] == "failed"
+    assert job["error"]["stage"] == "render_video", job["error"]
+    assert "AccessDenied" in job["error"]["message"], job["error"]
+    assert sagemaker_role_cannot_write_async_results in job["error"]["message"], job["error"]
