@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -173,13 +174,14 @@ class Stack:
         from .api_gateway import FrontDoor
 
         self.front_door = FrontDoor(provisioned.routes, self.moto_endpoint, self.region, self.account_id)
+        credentials = self._developer(self.front_door.route_arn("*", "/*"))
         self.front_door.serve("127.0.0.1", self.api_port)
         outputs["ApiUrl"] = self.state["api_url"]  # the deployed value is an execute-api URL
         if relay:
             outputs["RelayUrl"] = relay["url"]  # the deployed value is the load balancer's wss:// URL
             self._store_relay_token(outputs.get("RelayTokenSecretArn"), relay["token"])
 
-        self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
+        self.save(outputs=outputs, events_queue_url=events_queue, relay=relay, credentials=credentials)
         self.phase("ready")
         self.save(ready=True)
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
@@ -194,6 +196,23 @@ class Stack:
             aws_access_key_id="testing",
             aws_secret_access_key="testing",  # noqa: S106
         )
+
+    def _developer(self, invoke_arn: str) -> dict[str, str]:
+        """The local developer: an IAM user allowed to call the HTTP API, whose access key the CLI signs with.
+
+        The front door checks SigV4 against the local IAM like API Gateway does, so the CLI needs a key the local IAM
+        knows; state.json (mode 0600) holds it.
+        """
+        iam = self._client("iam")
+        name = "omnireel-local-developer"
+        iam.create_user(UserName=name)
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": invoke_arn}],
+        }
+        iam.put_user_policy(UserName=name, PolicyName="invoke-the-http-api", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         log_file = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child

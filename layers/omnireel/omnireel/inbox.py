@@ -12,6 +12,7 @@ from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.bounded import bounded
 from omnireel.errors import InvalidRequest
 from omnireel.job import JobError, JobStatus
 from omnireel.observability import logger
@@ -80,10 +81,11 @@ def accept_inbox_object(
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
         request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES), default_video_steps)
     except InvalidRequest as exc:
+        reason = bounded(exc.message)
         job = reject_submission(
             natural_key=natural_key,
             source=source,
-            error=JobError(stage="accept", code=exc.code, message=exc.message),
+            error=JobError(stage="accept", code=exc.code, message=reason),
             jobs=jobs,
         )
         finish_job(
@@ -95,9 +97,9 @@ def accept_inbox_object(
             publisher=publisher,
             presign_seconds=presign_seconds,
         )
-        _tag(inbox, bucket, key, job.job_id, "rejected", exc.message)
-        logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": exc.message})
-        return InboxOutcome(key, job.job_id, "rejected", exc.message)
+        _tag(inbox, bucket, key, job.job_id, "rejected", reason)
+        logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": reason})
+        return InboxOutcome(key, job.job_id, "rejected", reason)
     job, created = submit_job(request, source=source, natural_key=natural_key, jobs=jobs, workflow=workflow)
     _tag(inbox, bucket, key, job.job_id, "accepted", None)
     logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "new_job": created})
@@ -107,7 +109,8 @@ def accept_inbox_object(
 def _tag(inbox: InboxStore, bucket: str, key: str, job_id: str, status: str, reason: str | None) -> None:
     tags = {"omnireel-job-id": job_id, "omnireel-status": status}
     if reason:
-        tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in reason)
+        # S3 tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @
+        tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in bounded(reason, 256))
     try:
         inbox.tag(bucket, key, tags)
     except ClientError as exc:  # tagging is a courtesy; the job record and event are the truth
