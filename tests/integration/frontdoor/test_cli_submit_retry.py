@@ -91,9 +91,7 @@ def test_a_retried_submit_after_a_lost_answer_is_one_job(
 def test_submit_prints_its_key_and_honours_a_given_one(door_stack: LocalStack) -> None:
     generated = json.loads(door_stack.cli("submit", "a keyed fox", "--json", check=True).stdout)
     assert generated["idempotency_key"].startswith("cli-")
-    given = [
-        json.loads(door_stack.cli("submit", "a keyed fox", "--json", "--idempotency-key", "my-key-1", check=True).stdout)
-        for _ in range(2)
-    ]
+    args = ("submit", "a keyed fox", "--json", "--idempotency-key", "my-key-1")
+    given = [json.loads(door_stack.cli(*args, check=True).stdout) for _ in range(2)]
     assert [g["idempotency_key"] for g in given] == ["my-key-1", "my-key-1"]
     assert given[0]["job_id"] == given[1]["job_id"] != generated["job_id"]
