@@ -58,6 +58,14 @@ class BadRequest(Exception):
         self.message = message
 
 
+def _utf8(value: str) -> str:
+    """A header value as sent: http.server decodes header bytes as Latin-1; clients (and SigV4) mean UTF-8."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 def _message(status: int, message: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
     return status, {"Content-Type": JSON, **headers}, json.dumps({"message": message}).encode()
 
@@ -226,7 +234,8 @@ class FrontDoor:
                 except TimeoutError:
                     self._reply(*_message(400, "Bad Request"), close=True)
                     return
-                self._reply(*door.handle(self.command, self.path, self.headers.items(), body, self.client_address[0]))
+                headers = [(name, _utf8(value)) for name, value in self.headers.items()]
+                self._reply(*door.handle(self.command, self.path, headers, body, self.client_address[0]))
 
             def _body(self) -> bytes:
                 """The request body, framed by Content-Length or chunked encoding, never more than 10 MB read."""

@@ -75,7 +75,7 @@ class FrontDoorClient:
         try:
             connection.putrequest(method, path, skip_accept_encoding=True)
             for name, value in headers:
-                connection.putheader(name, value)
+                connection.putheader(name, value.encode())  # UTF-8 on the wire, as clients send non-ASCII values
             connection.putheader("Content-Length", content_length if content_length is not None else str(len(body)))
             connection.endheaders()
             if body:
