@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,3 +161,18 @@ def executions(state: dict[str, Any]) -> list[dict[str, Any]]:
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
         found += page["executions"]
     return found
+
+
+def event_for(state: dict[str, Any], job_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    """The job's event from the stack's job-events queue (SNS -> SQS), waiting for it (bounded)."""
+    sqs = aws(state, "sqs")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        wait = max(1, min(5, int(deadline - time.monotonic())))
+        found = sqs.receive_message(QueueUrl=state["events_queue_url"], MaxNumberOfMessages=10, WaitTimeSeconds=wait)
+        for message in found.get("Messages", []):
+            envelope = json.loads(message["Body"])
+            event = json.loads(envelope["Message"]) if "Message" in envelope else envelope
+            if event.get("job_id") == job_id:
+                return event
+    raise AssertionError(f"no event for job {job_id} within {timeout} s")

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.request
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.integration.frontdoor.client import FrontDoorClient, aws
+from tests.integration.frontdoor.client import FrontDoorClient, event_for
 
 JOB_TIMEOUT_S = 60.0
 
@@ -35,21 +34,6 @@ def _wait_succeeded(door: FrontDoorClient, job_id: str) -> dict[str, Any]:
     raise AssertionError(f"job {job_id} did not finish within {JOB_TIMEOUT_S} s")
 
 
-def _event_for(state: dict[str, Any], job_id: str) -> dict[str, Any]:
-    """The job's event from the stack's job-events queue (SNS -> SQS), waiting for it (bounded)."""
-    sqs = aws(state, "sqs")
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while time.monotonic() < deadline:
-        wait = max(1, min(5, int(deadline - time.monotonic())))
-        found = sqs.receive_message(QueueUrl=state["events_queue_url"], MaxNumberOfMessages=10, WaitTimeSeconds=wait)
-        for message in found.get("Messages", []):
-            envelope = json.loads(message["Body"])
-            event = json.loads(envelope["Message"]) if "Message" in envelope else envelope
-            if event.get("job_id") == job_id:
-                return event
-    raise AssertionError(f"no event for job {job_id} within {JOB_TIMEOUT_S} s")
-
-
 def test_artifact_links_are_sigv4_presigned_urls_that_download(door: FrontDoorClient, door_state) -> None:
     accepted = door.post_json({"prompt": "a lighthouse at dusk", "seed": 5})
     assert accepted.status == 202, accepted.body
@@ -62,7 +46,7 @@ def test_artifact_links_are_sigv4_presigned_urls_that_download(door: FrontDoorCl
     with urllib.request.urlopen(links["image"]["url"], timeout=30) as response:  # noqa: S310 - loopback
         assert response.read(8) == b"\x89PNG\r\n\x1a\n"
 
-    event = _event_for(door_state, job["job_id"])
+    event = event_for(door_state, job["job_id"])
     assert event["event_type"] == "job.succeeded"
     for link in event["artifacts"].values():
         if link:
