@@ -79,13 +79,6 @@ def test_repeated_headers_reach_the_function_joined_with_commas(door: FrontDoorC
     assert reply.json["error"]["code"] == "InvalidIdempotencyKey"
 
 
-def test_a_form_post_is_delivered_base64_encoded(door: FrontDoorClient) -> None:
-    """application/x-www-form-urlencoded is not a text type for HTTP APIs: base64, decoded by the function."""
-    body = b'{"prompt": "a form fox"}'
-    reply = door.request("POST", "/jobs", body, [("Content-Type", "application/x-www-form-urlencoded")])
-    assert reply.status == 202, reply.body
-
-
 # ---------------------------------------------------------------- defect 7: caller identity
 def test_two_access_keys_are_two_callers(door: FrontDoorClient, door_state: dict[str, Any]) -> None:
     _, alice = new_user(door_state)
