@@ -169,7 +169,9 @@ def env_lines(state: dict[str, Any]) -> list[str]:
         "AWS_ENDPOINT_URL": state["endpoint_url"],
         "AWS_REGION": state["region"],
         "AWS_DEFAULT_REGION": state["region"],
-        **homedir.CREDENTIALS,
+        # The local developer's key: the front door checks SigV4 against the local IAM, so a shell that signs API
+        # calls (curl --aws-sigv4, an SDK) needs a key the local IAM knows.
+        **(state.get("credentials") or homedir.CREDENTIALS),
         "OMNIREEL_API_URL": state["api_url"],
     }
     if state.get("events_queue_url"):
