@@ -1,4 +1,5 @@
-"""One local stack (started through the CLI, as in the e2e suite) for every test that goes through the front door."""
+"""One local stack (started through the CLI, as in the e2e suite) for every integration test that goes through the front
+door: package-scoped, so it stops when tests/integration is done."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.e2e.conftest import LocalStack, start_stack, stop_stack
 from tests.integration.frontdoor.client import FrontDoorClient
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def door_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     local = start_stack(tmp_path_factory.mktemp("omnireel-front-door"), "--no-relay")
     try:
@@ -22,12 +23,12 @@ def door_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]
         assert not left, f"processes left after `omnireel local down`: {left}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def door_state(door_stack: LocalStack) -> dict[str, Any]:
     return door_stack.state()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def door(door_state: dict[str, Any]) -> FrontDoorClient:
     """The front door, signing as the local developer (the CLI's identity)."""
     keys = door_state["credentials"]
