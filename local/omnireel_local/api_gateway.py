@@ -296,7 +296,9 @@ class FrontDoor:
                     self.wfile.write(data)
 
             def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-                # Malformed request lines, oversized headers, unknown methods: JSON like API Gateway, not HTML.
+                # Malformed request lines, oversized headers, unknown methods: JSON like API Gateway, not HTML, and
+                # with a status line and headers even when the request line was too broken to name a version.
+                self.request_version = "HTTP/1.1"
                 self._reply(*_message(code, message or HTTPStatus(code).phrase), close=True)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _any

@@ -6,10 +6,13 @@ checked on the wire against the running local stack. Nothing refused at the door
 
 from __future__ import annotations
 
+import json
+import socket
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
+from urllib.parse import urlsplit
 
 import pytest
 from botocore.credentials import Credentials
@@ -77,6 +80,19 @@ def test_repeated_headers_reach_the_function_joined_with_commas(door: FrontDoorC
     reply = door.post_json({"prompt": "a fox"}, ("Idempotency-Key", "key-a"), ("Idempotency-Key", "key-b"))
     assert reply.status == 400, reply.body
     assert reply.json["error"]["code"] == "InvalidIdempotencyKey"
+
+
+def test_a_malformed_request_line_gets_json_not_html(door: FrontDoorClient) -> None:
+    where = urlsplit(door.api_url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+        sock.sendall(b"NOT AN HTTP REQUEST\r\n\r\n")
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert json.loads(body) == {"message": "Bad request version ('REQUEST')"}
 
 
 # ---------------------------------------------------------------- defect 7: caller identity
