@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
 
 from omnireel_cli.local_stack import parse_env_lines  # noqa: E402
+from omnireel_cli.signing import signed_headers  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
 
 UP_TIMEOUT_S = 120
@@ -115,6 +116,18 @@ class IsolatedStack:
     def output(self, name: str) -> str:
         return self.state["outputs"][name]
 
+    def api(self, method: str, path: str, request: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
+        """One HTTP API call, SigV4-signed with the local developer's key (the front door checks it)."""
+        from botocore.credentials import Credentials
+
+        url = f"{self.state['api_url']}{path}"
+        body = json.dumps(request).encode() if request is not None else b""
+        keys = homedir.developer_credentials(self.state)
+        credentials = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        signed = signed_headers(method, url, body, headers, credentials, self.state["region"])
+        return self.http.request(method, url, content=body or None, headers=signed)
+
     def function_name(self, logical: str) -> str:
         names = [f["FunctionName"] for f in self.client("lambda").list_functions()["Functions"]]
         return next(n for n in names if logical in n)
@@ -161,7 +174,7 @@ class IsolatedStack:
         headers = {"Idempotency-Key": key} if key else {}
         for attempt in range(5):
             try:
-                response = self.http.post(f"{self.state['api_url']}/jobs", json=request, headers=headers)
+                response = self.api("POST", "/jobs", request, headers)
             except httpx.TransportError:  # the local front door resets connections when its accept backlog is full
                 if not key or attempt == 4:
                     raise
@@ -207,7 +220,7 @@ class IsolatedStack:
         return job_ids
 
     def job(self, job_id: str) -> dict[str, Any]:
-        response = self.http.get(f"{self.state['api_url']}/jobs/{job_id}")
+        response = self.api("GET", f"/jobs/{job_id}")
         response.raise_for_status()
         return response.json()
 

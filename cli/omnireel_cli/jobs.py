@@ -59,12 +59,19 @@ def _api_error(status: int, body: Any, what: str) -> CliError:
     return UsageError(message) if 400 <= status < 500 and status != 429 else InfraError(message)
 
 
+def new_idempotency_key() -> str:
+    """A fresh key per submit: ``Target.api`` retries POST /jobs on 5xx and timeouts, and with the key a retry whose
+    first attempt did reach the API is the same job, not a second one."""
+    return f"cli-{uuid.uuid4()}"
+
+
 def submit(target: Target, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
-    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    status, body = target.api("POST", "/jobs", request, headers)
+    """POST /jobs with an Idempotency-Key (``idempotency_key`` or a generated one, returned as ``idempotency_key``)."""
+    key = idempotency_key or new_idempotency_key()
+    status, body = target.api("POST", "/jobs", request, {"Idempotency-Key": key})
     if status != 202 or not isinstance(body, dict):
         raise _api_error(status, body, "the job was not accepted")
-    return body
+    return {**body, "idempotency_key": key}
 
 
 def get_job(target: Target, job_id: str) -> dict[str, Any]:

@@ -84,7 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_job_options(submit)
     submit.add_argument("--wait", action="store_true", help="wait until the job succeeds or fails")
     submit.add_argument("--out", type=Path, help="with --wait: download image.png and video.mp4 into OUT/<job id>/")
-    submit.add_argument("--idempotency-key", help="Idempotency-Key header (retries return the same job)")
+    submit.add_argument(
+        "--idempotency-key",
+        help="Idempotency-Key header: the same key (and body) returns the same job. Default: a new key per submit, "
+        "printed, so the CLI's own retries never create a second job",
+    )
     submit.add_argument("--json", action="store_true", help="print JSON")
 
     drop = commands.add_parser("drop", parents=[target], help="put a prompt file (.txt / .json) into the inbox bucket")
@@ -193,9 +197,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     target = _target(args)
     accepted = jobs.submit(target, _request(args, args.prompt), args.idempotency_key)
     if not args.wait:
+        if not args.json:
+            print(f"idempotency key {accepted['idempotency_key']}", file=sys.stderr)
         print(json.dumps(accepted) if args.json else accepted["job_id"])
         return 0
-    print(f"submitted job {accepted['job_id']}", file=sys.stderr)
+    print(f"submitted job {accepted['job_id']} (idempotency key {accepted['idempotency_key']})", file=sys.stderr)
     return _finish(target, accepted["job_id"], args)
 
 

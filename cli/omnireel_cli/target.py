@@ -1,8 +1,9 @@
 """Which omnireel the CLI talks to: the local stack (default) or a deployed stack (``--stack NAME --region R``).
 
 Either way the CLI gets the same things: the HTTP API base URL, boto3 clients for S3/SNS/SQS, and the stack outputs
-(InboxBucketName, JobEventsTopicArn, ...). Deployed API calls are signed with SigV4 (service ``execute-api``), as the
-API's IAM authorizer requires; locally they go to the front door unsigned.
+(InboxBucketName, JobEventsTopicArn, ...). API calls are signed with SigV4 (service ``execute-api``), as the API's IAM
+authorizer requires -- locally too: the front door checks signatures against the local IAM, and the CLI signs with the
+local developer's access key that ``omnireel local up`` created (``credentials`` in the stack's state).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from omnireel_local import home as homedir
 
 from .errors import CliError, InfraError
+from .signing import signed_headers
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Target:
             outputs=state.get("outputs", {}),
             endpoint_url=state["endpoint_url"],
             credentials={k.lower(): v for k, v in developer_credentials(state).items()},
+            sign=True,
             events_queue_url=state.get("events_queue_url"),
             state=state,
         )
@@ -93,20 +96,15 @@ class Target:
         url = self.api_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
         all_headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
-        if self.sign:
-            from botocore.auth import SigV4Auth
-            from botocore.awsrequest import AWSRequest
-
-            credentials = self.session().get_credentials()
-            if credentials is None:
-                raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
-            request = AWSRequest(method=method, url=url, data=data, headers=all_headers)
-            SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(request)
-            all_headers = dict(request.headers.items())
         if not url.startswith(("http://", "https://")):
             raise InfraError(f"the API URL {self.api_url!r} is not http(s)")
-        request = urllib.request.Request(url, data=data, method=method, headers=all_headers)  # noqa: S310
+        credentials = self.session().get_credentials() if self.sign else None
+        if self.sign and credentials is None:
+            raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
         for attempt in range(3):
+            # Signed per attempt: a retry after a slow failure must not carry a stale X-Amz-Date.
+            signed = signed_headers(method, url, data, all_headers, credentials, self.region) if credentials else None
+            request = urllib.request.Request(url, data=data, method=method, headers=signed or all_headers)  # noqa: S310
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - checked above
                     return response.status, _decode(response.read())
@@ -124,7 +122,7 @@ class Target:
 
 
 def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
-    """The local developer identity's key (``omnireel-local-developer``), or a clear error for an older stack."""
+    """The local developer identity's key (``omnireel-local``), or a clear error for an older stack."""
     try:
         return homedir.developer_credentials(state)
     except KeyError as exc:

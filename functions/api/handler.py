@@ -1,7 +1,8 @@
 """HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
-caller's identity and the key, and a reused key with a different body is a 409.
+caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
+reused key with a different body is a 409. Error messages are bounded (``omnireel.bounded``).
 """
 
 import base64
@@ -15,6 +16,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.bounded import MAX_ECHO_CHARS, bounded
+from omnireel.caller import caller_scope
 from omnireel.errors import IdempotencyConflict, InvalidRequest
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.outcome import job_view
@@ -33,12 +36,13 @@ _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 
 def _error(status: int, code: str, message: str) -> Response:
-    return Response(status, content_types.APPLICATION_JSON, {"error": {"code": code, "message": message}})
+    return Response(status, content_types.APPLICATION_JSON, {"error": {"code": code, "message": bounded(message)}})
 
 
 def _caller() -> str:
     iam = app.current_event.request_context.authorizer.iam
-    return (iam.user_arn or iam.caller_id or iam.account_id or "anonymous") if iam else "anonymous"
+    scope = caller_scope(iam.user_arn, caller_id=iam.caller_id, account_id=iam.account_id) if iam else None
+    return scope or "anonymous"
 
 
 @app.post("/jobs")
@@ -78,7 +82,7 @@ def create_job() -> Response:
 @tracer.capture_method
 def get_job(job_id: str) -> Response:
     if not _JOB_ID.match(job_id):
-        return _error(404, "JobNotFound", f"no job with id {job_id[:64]}")
+        return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
     job = jobs.find(job_id)
     # A job submitted through the API is visible to its submitter only (inbox drops have no owner): another
     # caller gets the same 404 as for an unknown id, so ids reveal nothing.
@@ -89,7 +93,7 @@ def get_job(job_id: str) -> Response:
 
 @app.not_found
 def not_found(exc: Exception) -> Response:
-    return _error(404, "NotFound", str(exc) or "no such route")
+    return _error(404, "NotFound", bounded(str(exc), MAX_ECHO_CHARS) or "no such route")
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

@@ -3,8 +3,18 @@
 Routes come from the HTTP API's OpenAPI body in the transformed template (``Provisioned.routes``), so a route added to
 template.yaml is served here without code changes. The function is invoked through the local Lambda Invoke API (the
 same path API Gateway uses), and its ``{statusCode, headers, body, isBase64Encoded, cookies}`` answer becomes the
-HTTP response. IAM auth: requests are not signature-checked locally; the caller is reported in
-``requestContext.authorizer.iam`` as the access key of a SigV4 ``Authorization`` header, or the local user.
+HTTP response.
+
+As strict as API Gateway at the door:
+- IAM auth (``iam_authorizer``): a route with ``AWS_IAM`` needs a valid SigV4 signature (service ``execute-api``) by
+  an access key the local IAM/STS knows, whose policies allow ``execute-api:Invoke`` on the route; otherwise 403 with
+  API Gateway's ``{"message": ...}``. Distinct keys are distinct callers in ``requestContext.authorizer.iam``.
+- The body: at most 10 MB (413 ``Request Entity Too Large``, decided from Content-Length or while reading chunks,
+  never by buffering more); a missing or invalid Content-Length framing is a 400 JSON answer, not a dropped
+  connection. Text bodies (``text/*``, ``application/json|xml|javascript``) that are valid UTF-8 reach the function
+  as text; anything else -- other content types, no content type, or text that is not UTF-8 -- is base64 with
+  ``isBase64Encoded: true`` (payload format 2.0).
+- Repeated headers (and query parameters) reach the function joined with commas, as in payload format 2.0.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -24,12 +35,39 @@ from urllib.parse import parse_qsl, urlsplit
 import boto3
 from botocore.config import Config
 
+from .iam_authorizer import Principal, Refused, authorize
 from .provision import Route
 
 log = logging.getLogger("omnireel_local.api")
 
 INTEGRATION_TIMEOUT_S = 30  # API Gateway's maximum integration timeout for HTTP APIs
-_TEXT = re.compile(r"^(text/|application/(json|xml|x-www-form-urlencoded|javascript))")
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API quota "Payload size: 10 MB" (not adjustable)
+CLIENT_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
+# Delivered as text (isBase64Encoded false): these types only; form posts and missing types arrive base64-encoded.
+_TEXT = re.compile(r"^\s*(text/|application/(json|xml|javascript)\b)", re.IGNORECASE)
+_DIGITS = re.compile(r"^[0-9]{1,19}$")
+JSON = "application/json"
+
+
+class BadRequest(Exception):
+    """The request cannot be framed or is too large: answered with ``{"message": ...}`` and the connection closed."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _utf8(value: str) -> str:
+    """A header value as sent: http.server decodes header bytes as Latin-1; clients (and SigV4) mean UTF-8."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
+def _message(status: int, message: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": JSON, **headers}, json.dumps({"message": message}).encode()
 
 
 def _compile(path: str) -> re.Pattern[str]:
@@ -72,19 +110,25 @@ class FrontDoor:
                 return route, found.groupdict()
         return None
 
-    def event(self, method: str, target: str, headers: dict[str, str], body: bytes, route: Route,
-              params: dict[str, str], source_ip: str) -> dict[str, Any]:  # fmt: skip
+    def route_arn(self, method: str, path: str) -> str:
+        """The resource an ``execute-api:Invoke`` policy statement names for this request."""
+        return f"arn:aws:execute-api:{self.region}:{self.account_id}:{self.api_id}/$default/{method}{path}"
+
+    def event(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, route: Route,
+              params: dict[str, str], source_ip: str, principal: Principal | None = None
+              ) -> dict[str, Any]:  # fmt: skip
         split = urlsplit(target)
         lowered: dict[str, str] = {}
-        for key, value in headers.items():
+        for key, value in headers:
             key = key.lower()
             lowered[key] = f"{lowered[key]},{value}" if key in lowered else value
-        content_type = lowered.get("content-type", "")
-        is_text = not body or bool(_TEXT.match(content_type))
+        text: str | None = None
+        if body and _TEXT.match(lowered.get("content-type", "")):
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None  # not UTF-8 after all: delivered base64-encoded, as binary
         now = datetime.now(UTC)
-        access_key = "LOCAL"
-        if match := re.search(r"Credential=([^/]+)/", lowered.get("authorization", "")):
-            access_key = match[1]
         query = parse_qsl(split.query, keep_blank_values=True)
         event: dict[str, Any] = {
             "version": "2.0",
@@ -110,20 +154,10 @@ class FrontDoor:
                 "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
                 "timeEpoch": int(now.timestamp() * 1000),
             },
-            "isBase64Encoded": not is_text,
+            "isBase64Encoded": bool(body) and text is None,
         }
-        if route.authorization == "AWS_IAM":
-            event["requestContext"]["authorizer"] = {
-                "iam": {
-                    "accessKey": access_key,
-                    "accountId": self.account_id,
-                    "callerId": access_key,
-                    "cognitoIdentity": None,
-                    "principalOrgId": None,
-                    "userArn": f"arn:aws:iam::{self.account_id}:user/omnireel-local",
-                    "userId": access_key,
-                }
-            }
+        if principal is not None:
+            event["requestContext"]["authorizer"] = {"iam": principal.authorizer_iam()}
         if query:
             merged: dict[str, str] = {}
             for key, value in query:
@@ -134,35 +168,43 @@ class FrontDoor:
         if "cookie" in lowered:
             event["cookies"] = [c.strip() for c in lowered["cookie"].split(";")]
         if body:
-            event["body"] = body.decode("utf-8") if is_text else base64.b64encode(body).decode()
+            event["body"] = text if text is not None else base64.b64encode(body).decode()
         return event
 
-    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
+    def handle(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, source_ip: str
                ) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
         path = urlsplit(target).path
         matched = self.match(method, path)
         if matched is None:
-            return 404, {"Content-Type": "application/json"}, b'{"message":"Not Found"}'
+            return _message(404, "Not Found")
         route, params = matched
-        event = self.event(method, target, headers, body, route, params, source_ip)
+        principal = None
+        if route.authorization == "AWS_IAM":
+            try:
+                principal = authorize(method=method, target=target, headers=headers, body=body, region=self.region,
+                                      route_arn=self.route_arn(method, path))  # fmt: skip
+            except Refused as exc:
+                log.info("%s %s: refused (%s): %s", method, path, exc.error_type, exc.message)
+                return _message(exc.status, exc.message, **{"x-amzn-ErrorType": exc.error_type})
+        event = self.event(method, target, headers, body, route, params, source_ip, principal)
         started = time.monotonic()
         try:
             response = self._lambda.invoke(FunctionName=route.function_name, Payload=json.dumps(event).encode())
         except Exception as exc:  # noqa: BLE001 - any integration failure is API Gateway's 500
             log.error("%s %s: integration failed: %s", method, path, exc)
-            return 500, {"Content-Type": "application/json"}, b'{"message":"Internal Server Error"}'
+            return _message(500, "Internal Server Error")
         raw = response["Payload"].read()
         log.info("%s %s -> %s (%.0f ms)", method, path, route.function_name, (time.monotonic() - started) * 1000)
         if response.get("FunctionError"):
             log.error("%s %s: function error: %s", method, path, raw[:500])
-            return 500, {"Content-Type": "application/json"}, b'{"message":"Internal Server Error"}'
+            return _message(500, "Internal Server Error")
         try:
             result = json.loads(raw)
         except ValueError:
-            return 500, {"Content-Type": "application/json"}, b'{"message":"Internal Server Error"}'
+            return _message(500, "Internal Server Error")
         if not isinstance(result, dict) or "statusCode" not in result:
             # Payload format 2.0: a response without statusCode is treated as a 200 JSON body.
-            return 200, {"Content-Type": "application/json"}, json.dumps(result).encode()
+            return 200, {"Content-Type": JSON}, json.dumps(result).encode()
         out_headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
         for name, values in (result.get("multiValueHeaders") or {}).items():
             out_headers[name] = ",".join(str(v) for v in values)
@@ -170,7 +212,7 @@ class FrontDoor:
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()
         if result.get("cookies"):
             out_headers["Set-Cookie"] = "; ".join(result["cookies"])
-        out_headers.setdefault("Content-Type", "application/json")
+        out_headers.setdefault("Content-Type", JSON)
         out_headers["apigw-requestid"] = event["requestContext"]["requestId"]
         return int(result["statusCode"]), out_headers, data
 
@@ -181,20 +223,84 @@ class FrontDoor:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             server_version = "omnireel-local-apigw"
+            timeout = CLIENT_TIMEOUT_S
 
             def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = self._body()
+                except BadRequest as exc:
+                    log.info("%s %s: %d %s", self.command, self.path[:200], exc.status, exc.message)
+                    self._reply(*_message(exc.status, exc.message), close=True)
+                    return
+                except TimeoutError:
+                    self._reply(*_message(400, "Bad Request"), close=True)
+                    return
+                headers = [(name, _utf8(value)) for name, value in self.headers.items()]
+                self._reply(*door.handle(self.command, self.path, headers, body, self.client_address[0]))
+
+            def _body(self) -> bytes:
+                """The request body, framed by Content-Length or chunked encoding, never more than 10 MB read."""
+                announced = self.headers.get_all("Content-Length") or []
+                lengths = [v.strip() for value in announced for v in value.split(",")]
+                chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+                if chunked and lengths:  # both framings at once: a request-smuggling shape, refused
+                    raise BadRequest(400, "Bad Request")
+                if chunked:
+                    return self._chunked()
+                if not lengths:
+                    return b""
+                if len(set(lengths)) != 1 or not _DIGITS.match(lengths[0]):
+                    raise BadRequest(400, "Bad Request")
+                length = int(lengths[0])
+                if length > MAX_PAYLOAD_BYTES:
+                    raise BadRequest(413, "Request Entity Too Large")
                 body = self.rfile.read(length) if length else b""
-                status, headers, data = door.handle(
-                    self.command, self.path, dict(self.headers.items()), body, self.client_address[0]
-                )
+                if len(body) != length:
+                    raise BadRequest(400, "Bad Request")  # the client sent less than it announced
+                return body
+
+            def _chunked(self) -> bytes:
+                parts: list[bytes] = []
+                total = 0
+                while True:
+                    line = self.rfile.readline(1026)
+                    try:
+                        size = int(line.split(b";", 1)[0].strip(), 16)
+                    except ValueError:
+                        raise BadRequest(400, "Bad Request") from None
+                    if size == 0:
+                        for _ in range(100):  # trailers, up to the blank line
+                            if self.rfile.readline(8194) in (b"\r\n", b"\n", b""):
+                                return b"".join(parts)
+                        raise BadRequest(400, "Bad Request")
+                    total += size
+                    if size < 0 or total > MAX_PAYLOAD_BYTES:
+                        raise BadRequest(413, "Request Entity Too Large")
+                    chunk = self.rfile.read(size)
+                    if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                        raise BadRequest(400, "Bad Request")
+                    parts.append(chunk)
+
+            def _reply(self, status: int, headers: dict[str, str], data: bytes, close: bool = False) -> None:
                 self.send_response(status)
                 for key, value in headers.items():
                     if key.lower() not in ("content-length", "connection", "transfer-encoding"):
                         self.send_header(key, value)
+                if not any(k.lower() == "apigw-requestid" for k in headers):
+                    self.send_header("apigw-requestid", str(uuid.uuid4()))
                 self.send_header("Content-Length", str(len(data)))
+                if close:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+                # Malformed request lines, oversized headers, unknown methods: JSON like API Gateway, not HTML, and
+                # with a status line and headers even when the request line was too broken to name a version.
+                self.request_version = "HTTP/1.1"
+                self._reply(*_message(code, message or HTTPStatus(code).phrase), close=True)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _any
 

@@ -26,7 +26,7 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "unset-local-key", "AWS_SECRET_ACCESS_KEY": 
 
 
 def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
-    """The developer identity's access key (IAM user ``omnireel-local-developer``), as AWS_* variables."""
+    """The developer identity's access key (IAM user ``omnireel-local``), as AWS_* variables."""
     developer = state.get("developer") or {}
     if not developer.get("access_key_id"):
         raise KeyError("the local stack's state has no developer credentials (started by an older omnireel?)")

@@ -460,7 +460,6 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
     """Patches 9-13: IAM enforcement as AWS does it (off until ``enforce_iam``). See iam_policy.py for the evaluator."""
     import hashlib
     import hmac
-    from base64 import b64encode
     from urllib.parse import parse_qs, quote, urlparse
 
     from botocore.awsrequest import AWSRequest
@@ -517,20 +516,22 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         return iam_policy.NEUTRAL, "no identity-based policy allows the action"
 
     def presigned_key(self: Any, query: dict[str, list[str]], account: str) -> tuple[str, dict[str, str]]:
-        """Verify a presigned S3 URL (SigV4 or SigV2 query authentication); returns (access key id, headers)."""
+        """Verify a presigned S3 URL (SigV4 query authentication); returns (access key id, headers).
+
+        SigV2 (``AWSAccessKeyId=...&Signature=...``) is refused as S3 refuses it on buckets created after June 2020.
+        """
 
         def first(name: str) -> str:
             return (query.get(name) or [""])[0]
 
+        if "X-Amz-Credential" not in query:
+            raise error("s3", "InvalidRequest", "The authorization mechanism you have provided is not supported. "
+                        "Please use AWS4-HMAC-SHA256.", 400)  # fmt: skip
         token = first("X-Amz-Security-Token") or first("x-amz-security-token")
         pseudo_headers = {"X-Amz-Security-Token": token} if token else {}
-        if "X-Amz-Credential" in query:
-            access_key_id = first("X-Amz-Credential").split("/", 1)[0]
-            signed_at = datetime.strptime(first("X-Amz-Date"), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-            expires = signed_at.timestamp() + int(first("X-Amz-Expires") or 0)
-        else:
-            access_key_id = first("AWSAccessKeyId")
-            expires = float(first("Expires") or 0)
+        access_key_id = first("X-Amz-Credential").split("/", 1)[0]
+        signed_at = datetime.strptime(first("X-Amz-Date"), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        expires = signed_at.timestamp() + int(first("X-Amz-Expires") or 0)
         if time.time() > expires:
             raise error("s3", "AccessDenied", "Request has expired", 403)
         try:
@@ -540,35 +541,27 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
                         "The AWS Access Key Id you provided does not exist in our records.", 403) from exc  # fmt: skip
         secret = key.create_credentials().secret_key
         raw_query = urlparse(self.uri).query
-        if "X-Amz-Credential" in query:
-            scope = first("X-Amz-Credential").split("/", 1)[1]
-            pairs = sorted(
-                (quote(k, safe="-_.~"), quote(v, safe="-_.~"))
-                for k, values in parse_qs(raw_query, keep_blank_values=True).items()
-                if k != "X-Amz-Signature"
-                for v in values
-            )
-            signed_headers = first("X-Amz-SignedHeaders").split(";")
-            canonical_headers = "".join(f"{h}:{str(self.headers.get(h, '')).strip()}\n" for h in signed_headers)
-            canonical = "\n".join([
-                self.method, self.raw_path, "&".join(f"{k}={v}" for k, v in pairs), canonical_headers,
-                ";".join(signed_headers), "UNSIGNED-PAYLOAD",
-            ])  # fmt: skip
-            to_sign = "\n".join(
-                ["AWS4-HMAC-SHA256", first("X-Amz-Date"), scope, hashlib.sha256(canonical.encode()).hexdigest()]
-            )
-            signing_key = f"AWS4{secret}".encode()
-            for part in scope.split("/"):
-                signing_key = hmac.new(signing_key, part.encode(), hashlib.sha256).digest()
-            expected = hmac.new(signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
-            given = first("X-Amz-Signature")
-        else:
-            # SigV2 query authentication. AWS refuses it on buckets created after June 2020; the presigned links are
-            # moved to SigV4 by issue 9 defect 5. Verified here (signature and expiry) so the links keep working.
-            amz = f"x-amz-security-token:{token}\n" if token else ""
-            to_sign = f"{self.method}\n\n\n{first('Expires')}\n{amz}{self.raw_path}"
-            expected = b64encode(hmac.new(secret.encode(), to_sign.encode(), hashlib.sha1).digest()).decode()
-            given = first("Signature")
+        scope = first("X-Amz-Credential").split("/", 1)[1]
+        pairs = sorted(
+            (quote(k, safe="-_.~"), quote(v, safe="-_.~"))
+            for k, values in parse_qs(raw_query, keep_blank_values=True).items()
+            if k != "X-Amz-Signature"
+            for v in values
+        )
+        signed_headers = first("X-Amz-SignedHeaders").split(";")
+        canonical_headers = "".join(f"{h}:{str(self.headers.get(h, '')).strip()}\n" for h in signed_headers)
+        canonical = "\n".join([
+            self.method, self.raw_path, "&".join(f"{k}={v}" for k, v in pairs), canonical_headers,
+            ";".join(signed_headers), "UNSIGNED-PAYLOAD",
+        ])  # fmt: skip
+        to_sign = "\n".join(
+            ["AWS4-HMAC-SHA256", first("X-Amz-Date"), scope, hashlib.sha256(canonical.encode()).hexdigest()]
+        )
+        signing_key = f"AWS4{secret}".encode()
+        for part in scope.split("/"):
+            signing_key = hmac.new(signing_key, part.encode(), hashlib.sha256).digest()
+        expected = hmac.new(signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
+        given = first("X-Amz-Signature")
         if not hmac.compare_digest(expected, given):
             raise error("s3", "SignatureDoesNotMatch", "The request signature we calculated does not match the "
                         "signature you provided. Check your key and signing method.", 403)  # fmt: skip

@@ -48,7 +48,7 @@ def test_an_unknown_access_key_is_refused_by_the_local_aws(stack: LocalStack) ->
 
 def test_the_developer_identity_is_not_an_administrator(stack: LocalStack) -> None:
     me = _client(stack, "sts").get_caller_identity()
-    assert me["Arn"].endswith(":user/omnireel-local-developer")
+    assert me["Arn"].endswith(":user/omnireel-local")
     with pytest.raises(ClientError) as denied:
         _client(stack, "iam").create_user(UserName="escalation")
     assert denied.value.response["Error"]["Code"] == "AccessDenied"
@@ -81,7 +81,7 @@ def test_local_env_exports_the_developer_identity_to_a_child_shell(stack: LocalS
     )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
-    assert seen["arn"].endswith(":user/omnireel-local-developer")
+    assert seen["arn"].endswith(":user/omnireel-local")
     assert seen["endpoint"] == stack.outputs["AWS_ENDPOINT_URL"]
     assert stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"] in seen["buckets"]
 

@@ -10,6 +10,7 @@ from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.bounded import bounded
 from omnireel.errors import InvalidRequest, SourceVersionGone
 from omnireel.job import JobError, JobStatus, SourceVersion
 from omnireel.observability import logger
@@ -90,16 +91,17 @@ def accept_inbox_object(
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
         request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES, version), default_video_steps)
     except InvalidRequest as exc:
+        reason = bounded(exc.message)
         job = reject_submission(
             natural_key=natural_key,
             source=source,
             source_version=version,
-            error=JobError(stage="accept", code=exc.code, message=exc.message),
+            error=JobError(stage="accept", code=exc.code, message=reason),
             jobs=jobs,
         )
         # Tag before the event goes out, so whoever receives job.failed finds the upload tagged too.
         if not isinstance(exc, SourceVersionGone):  # nothing of ours is left to tag
-            _tag(inbox, bucket, key, version, job.job_id, "rejected", exc.message)
+            _tag(inbox, bucket, key, version, job.job_id, "rejected", reason)
         finish_job(
             job.job_id,
             JobStatus.FAILED,
@@ -109,8 +111,8 @@ def accept_inbox_object(
             publisher=publisher,
             presign_seconds=presign_seconds,
         )
-        logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": exc.message})
-        return InboxOutcome(key, job.job_id, "rejected", exc.message)
+        logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": reason})
+        return InboxOutcome(key, job.job_id, "rejected", reason)
     job, created = submit_job(
         request, source=source, source_version=version, natural_key=natural_key, jobs=jobs, workflow=workflow
     )
@@ -124,5 +126,6 @@ def _tag(
 ) -> None:
     tags = {"omnireel-job-id": job_id, "omnireel-status": status}
     if reason:
-        tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in reason)
+        # S3 tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @
+        tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in bounded(reason, 256))
     inbox.tag(bucket, key, version, tags)  # a courtesy: the job record and event are the truth

@@ -15,8 +15,9 @@ import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from omnireel.bounded import bounded
 from omnireel.request import JobRequest
 
 
@@ -66,6 +67,13 @@ class JobError(BaseModel):
     stage: str
     code: str
     message: str
+
+    @field_validator("code", "message")
+    @classmethod
+    def _bounded(cls, value: str, info) -> str:  # type: ignore[no-untyped-def]
+        # Failure reasons may quote caller input (a field name, a file name) or a model's error text: the job
+        # record, GET /jobs/{id} and the job.failed event carry at most MAX_MESSAGE_CHARS of it.
+        return bounded(value, 128 if info.field_name == "code" else 1024)
 
 
 class Artifacts(BaseModel):

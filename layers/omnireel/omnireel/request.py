@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.errors import InvalidRequest
 
 MAX_PROMPT_CHARS = 2000
@@ -109,14 +110,15 @@ class JobRequest(BaseModel):
 
 
 def _describe(exc: ValidationError) -> str:
+    """Every problem, ``path: message``; field names (caller input) and the whole text are bounded."""
     parts = []
     for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "request"
+        where = ".".join(bounded(str(p), MAX_ECHO_CHARS) for p in err["loc"]) or "request"
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown field"
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts)
+        parts.append(f"{where}: {bounded(message, 200)}")
+    return bounded("; ".join(parts))
 
 
 def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> JobRequest:
@@ -145,7 +147,7 @@ def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None 
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise InvalidRequest(f"the request is not valid JSON: {exc}") from exc
+        raise InvalidRequest(bounded(f"the request is not valid JSON: {exc}")) from exc
     except RecursionError:
         raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
     return parse_job_request(data, default_video_steps=default_video_steps)

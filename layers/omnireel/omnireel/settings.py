@@ -34,7 +34,7 @@ class JobStoreSettings(_EnvModel):
 
 class ArtifactSettings(_EnvModel):
     artifacts_bucket: str
-    presign_seconds: int = Field(default=3600, ge=60, le=604800)
+    presign_seconds: int = Field(default=3600, ge=60, le=43200)  # a role session lasts at most 12 h
 
 
 class ApiSettings(JobStoreSettings, ArtifactSettings):

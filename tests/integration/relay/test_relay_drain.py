@@ -139,7 +139,12 @@ def test_drain_deadline_closes_lingering_sessions_with_1001() -> None:
                 open_timeout=5,
             )
             await ws.send(json.dumps(CONFIG))
-            await asyncio.sleep(0.2)
+            # The session is open and configured once one utterance went through (not after a guessed delay).
+            await ws.send(json.dumps({"type": "input.text", "text": "hello"}))
+            await ws.send(json.dumps({"type": "input.done"}))
+            async with asyncio.timeout(10):
+                while not (isinstance(f := await ws.recv(), str) and json.loads(f)["type"] == "session.done"):
+                    pass
             t0 = asyncio.get_running_loop().time()
             proc.send_signal(signal.SIGTERM)
             with pytest.raises(ConnectionClosed):

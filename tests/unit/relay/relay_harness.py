@@ -13,6 +13,7 @@ from websockets.exceptions import ConnectionClosed
 
 from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
+from omnireel_relay.session import Session
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_websocket import WebSocketUpstreamFactory
 from tests.unit.relay.fake_tts_upstream import FakeTTS
@@ -25,6 +26,19 @@ CONFIG = {
     "response_format": "pcm",
     "stream_audio": True,
 }
+
+
+class SessionLog(set):
+    """The relay's live sessions (what ``RelayServer.sessions`` is), also remembering every session it ever had:
+    asserts about a session's queue bound must not depend on whether it has closed by the time they run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ever: list[Session] = []
+
+    def add(self, session: Session) -> None:
+        self.ever.append(session)
+        super().add(session)
 
 
 def run(coro: Any, timeout: float = 20.0) -> Any:
@@ -44,6 +58,7 @@ async def relay_stack(
     server = RelayServer(
         settings, Authenticator(TOKEN), WebSocketUpstreamFactory(url, settings.upstream_connect_timeout)
     )
+    server.sessions = SessionLog()
     await server.start()
     try:
         yield server, fake

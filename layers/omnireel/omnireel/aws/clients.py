@@ -12,6 +12,13 @@ from botocore.config import Config
 
 # Standard retry mode: exponential backoff with jitter on throttling and transient errors.
 _DEFAULT = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=5, read_timeout=30)
+# S3: SigV4 (AWS4-HMAC-SHA256) for everything, presigned URLs included -- the SDK default for presigning is still
+# SigV2 (AWSAccessKeyId=...&Signature=...), which newer regions and S3 policies refuse -- and the regional
+# virtual-hosted endpoint (bucket.s3.<region>.amazonaws.com), so a link never goes through the global endpoint's
+# redirect. A custom endpoint (the local stack) keeps path-style URLs.
+_S3 = _DEFAULT.merge(
+    Config(signature_version="s3v4", s3={"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"})
+)
 # The image endpoint runs a model: give it time, and let the state machine (not botocore) retry
 # the slow failures so every attempt is visible in the execution history.
 _MODEL_CALL = Config(retries={"mode": "standard", "max_attempts": 2}, connect_timeout=5, read_timeout=120)
@@ -19,7 +26,7 @@ _MODEL_CALL = Config(retries={"mode": "standard", "max_attempts": 2}, connect_ti
 
 @cache
 def client(service: str):
-    config = _MODEL_CALL if service == "sagemaker-runtime" else _DEFAULT
+    config = {"sagemaker-runtime": _MODEL_CALL, "s3": _S3}.get(service, _DEFAULT)
     return boto3.client(service, config=config)
 
 
