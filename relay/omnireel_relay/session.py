@@ -12,6 +12,7 @@ Endings (close code to the client):
   (1000 normally) is passed through;
 - upstream failure (connect refused, dropped mid-stream, SageMaker model stream error) → ``error`` event, then 1011.
   Upstream JSON ``error`` events are ordinary frames: forwarded, session kept (vLLM-Omni semantics);
+- upstream silent for ``upstream_progress_timeout`` while an utterance is in flight → ``error`` event, then 1011;
 - session time limit → ``error`` event (if the queue has room), then 1008;
 - send queue full → 1008 "client too slow" immediately (nothing more is buffered);
 - drain deadline → 1001 "relay shutting down";
@@ -36,6 +37,7 @@ from .metrics import Metrics, emit_emf
 from .protocol import Close, ProtocolError, error_event, parse_client_event, server_event_type
 from .settings import Settings
 from .upstream import Upstream, UpstreamError, UpstreamFactory
+from .utterances import UtteranceTracker
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,9 @@ class Session:
         self._end: _End | None = None
         self._flush = False
         self._text_chars = 0
+        self._utterances = UtteranceTracker()  # pairs input.done with session.done: is an utterance in flight?
         self._pending_done: collections.deque[float] = collections.deque()
+        self._last_progress = time.monotonic()  # last upstream frame (or first input.done after a quiet spell)
         self._awaiting_first_audio: float | None = None
         self.ttfa_ms: list[float] = []
         self.audio_bytes = 0
@@ -99,6 +103,7 @@ class Session:
             tasks = [
                 asyncio.create_task(self._client_reader(), name=f"{self.id}-reader"),
                 asyncio.create_task(self._upstream_reader(), name=f"{self.id}-upstream"),
+                asyncio.create_task(self._progress_watchdog(), name=f"{self.id}-watchdog"),
                 writer,
             ]
             try:
@@ -178,6 +183,9 @@ class Session:
                     self._text_chars += len(event.text)
                 elif event.type == "input.done":
                     self._text_chars = 0
+                    if not self._utterances.in_flight:
+                        self._last_progress = time.monotonic()  # the progress clock starts with this utterance
+                    self._utterances.flushed()
                     self._pending_done.append(time.monotonic())
                     self._m.utterances_total += 1
                 self._m.client_messages_total += 1
@@ -205,6 +213,7 @@ class Session:
         try:
             while True:
                 frame = await self._upstream.receive()
+                self._last_progress = time.monotonic()
                 if frame is None:
                     code = self._upstream.close_code or Close.NORMAL
                     if code in (1005, 1006) or not (1000 <= code <= 4999):
@@ -221,6 +230,20 @@ class Session:
                     return
         except UpstreamError as exc:
             self._upstream_failed(exc)
+
+    async def _progress_watchdog(self) -> None:
+        """End the session when the upstream sends nothing for ``upstream_progress_timeout`` mid-utterance.
+
+        The liveness check for a server that is connected but stuck (WebSocket pings cannot be used: see
+        upstream_websocket.py). Idle sessions (no utterance in flight) are not affected.
+        """
+        limit = self._s.upstream_progress_timeout
+        while True:
+            await asyncio.sleep(min(1.0, limit / 4))
+            if self._utterances.in_flight and time.monotonic() - self._last_progress > limit:
+                message = f"the TTS upstream sent nothing for {limit:g} s while an utterance was in progress"
+                self._upstream_failed(UpstreamError("stalled", message))
+                return
 
     def _upstream_failed(self, exc: UpstreamError) -> None:
         self._m.errors[f"upstream_{exc.reason}"] += 1
@@ -277,8 +300,10 @@ class Session:
 
     def _on_text(self, text: str) -> None:
         event_type, body = server_event_type(text)
-        if event_type == "audio.start":
+        if event_type == "audio.start" and body is not None:
             self._awaiting_first_audio = self._pending_done.popleft() if self._pending_done else None
+        elif event_type == "session.done" and body is not None:
+            self._utterances.session_done(body)
         elif event_type == "audio.chunk" and body and body.get("audio_b64"):
             self._on_audio(len(str(body["audio_b64"])) * 3 // 4)
 

@@ -23,6 +23,10 @@ class Settings(BaseModel):
     upstream: Literal["websocket", "sagemaker"] = "websocket"
     upstream_url: str = "ws://127.0.0.1:8091/v1/audio/speech/stream"
     upstream_connect_timeout: float = Field(default=10.0, gt=0)
+    # An utterance in flight (input.done forwarded, its session.done not yet back) with no upstream frame for this
+    # long ends the session with 1011. This, not WebSocket pings, is how a hung upstream is detected: uvicorn (which
+    # serves vLLM-Omni and the emulator) stops reading its socket while the app streams, so pings go unanswered.
+    upstream_progress_timeout: float = Field(default=120.0, gt=0)
     sagemaker_endpoint: str | None = None
     sagemaker_region: str | None = None
     sagemaker_endpoint_uri: str | None = None  # default https://runtime.sagemaker.{region}.amazonaws.com:8443

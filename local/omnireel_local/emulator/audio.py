@@ -18,7 +18,7 @@ SAMPLE_RATE = 24000
 BYTES_PER_SAMPLE = 2
 SECONDS_PER_CHAR = 0.07
 MIN_SECONDS = 0.25
-MAX_SECONDS = 60.0
+MAX_SECONDS = 180.0  # a real model stops at its max_new_tokens; long enough for > 60 s utterances (relay soak)
 MEDIA_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
 
 _VOWEL_FORMANTS = {
