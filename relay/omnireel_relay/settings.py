@@ -55,6 +55,7 @@ class Settings(BaseModel):
     log_level: str = "INFO"
     emf: bool = False  # also print CloudWatch Embedded Metric Format lines per session
     emf_namespace: str = "omnireel/relay"
+    metrics_public: bool = False  # False: GET /metrics needs the bearer token (the ALB also blocks /metrics)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
