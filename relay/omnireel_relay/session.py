@@ -22,7 +22,6 @@ Endings (close code to the client):
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import time
@@ -65,8 +64,7 @@ class Session:
         self._end: _End | None = None
         self._flush = False
         self._text_chars = 0
-        self._utterances = UtteranceTracker()  # pairs input.done with session.done: is an utterance in flight?
-        self._pending_done: collections.deque[float] = collections.deque()
+        self._utterances = UtteranceTracker()  # pairs input.done with audio.start / session.done (bounded)
         self._last_progress = time.monotonic()  # last upstream frame (or first input.done after a quiet spell)
         self._awaiting_first_audio: float | None = None
         self.ttfa_ms: list[float] = []
@@ -186,7 +184,6 @@ class Session:
                     if not self._utterances.in_flight:
                         self._last_progress = time.monotonic()  # the progress clock starts with this utterance
                     self._utterances.flushed()
-                    self._pending_done.append(time.monotonic())
                     self._m.utterances_total += 1
                 self._m.client_messages_total += 1
                 await self._upstream.send_text(message)
@@ -301,7 +298,7 @@ class Session:
     def _on_text(self, text: str) -> None:
         event_type, body = server_event_type(text)
         if event_type == "audio.start" and body is not None:
-            self._awaiting_first_audio = self._pending_done.popleft() if self._pending_done else None
+            self._awaiting_first_audio = self._utterances.audio_started(body)
         elif event_type == "session.done" and body is not None:
             self._utterances.session_done(body)
         elif event_type == "audio.chunk" and body and body.get("audio_b64"):

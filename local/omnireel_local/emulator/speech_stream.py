@@ -150,12 +150,16 @@ class SpeechStreamSession:
                 return
             self.buffer.append(text)
         elif kind == "input.done":
-            text = "".join(self.buffer)
+            # vLLM-Omni 0.26.0: the stripped buffer is one request; an empty flush is answered with session.done
+            # (total_sentences 0, no audio, no error) and still counts as an utterance (utterance_index moves on).
+            text = "".join(self.buffer).strip()
             self.buffer.clear()
-            if not text.strip():
-                await self.send_error("input.done with an empty text buffer: nothing to synthesize")
-                return
-            await self.utterance(text)
+            if text:
+                await self.utterance(text)
+            else:
+                await self.ws.send_text(
+                    json.dumps({"type": "session.done", "utterance_index": self.utterance_index, "total_sentences": 0})
+                )
             self.utterance_index += 1
         elif kind == "session.close":
             await self.ws.close(1000)

@@ -34,7 +34,9 @@ class FakeTTS:
     server: Server | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self.server = await serve(self._handler, host, port, max_size=8 * 1024 * 1024, compression=None)
+        self.server = await serve(
+            self._handler, host, port, max_size=8 * 1024 * 1024, compression=None, close_timeout=1
+        )
         port = self.server.sockets[0].getsockname()[1]
         return f"ws://{host}:{port}/v1/audio/speech/stream"
 
