@@ -49,6 +49,9 @@ class StreamingSpeechSessionConfig(BaseModel):
     speaker_embedding: list[float] | None = None
     stream_audio: bool = False
     word_timestamps: bool = False
+    # Not a vLLM-Omni 0.26.0 field (0.26.0 ignores it: one request per input.done). Later releases split a flush into
+    # sentences/clauses; the emulator refuses those values instead of silently behaving like "none".
+    split_granularity: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -63,6 +66,12 @@ class StreamingSpeechSessionConfig(BaseModel):
             raise ValueError("stream_audio=true requires response_format='pcm' and speed=1.0")
         if self.word_timestamps and not (self.stream_audio and self.response_format == "pcm"):
             raise ValueError("word_timestamps=true requires stream_audio=true and response_format='pcm'")
+        if self.split_granularity not in (None, "none"):
+            raise ValueError(
+                f"split_granularity={self.split_granularity[:32]!r} is not supported: vLLM-Omni 0.26.0 (the DLC's "
+                "version) synthesizes each input.done as one request; send 'none' or omit it, and split sentences "
+                "client-side with one input.done each"
+            )
         return self
 
 
@@ -190,9 +199,6 @@ class SpeechStreamSession:
         assert self.config is not None
         config, cfg, index = self.config, self.state.config, self.utterance_index
         decision = self.state.injector.decide(cfg, "speech")
-        if decision.outcome == "throttle":
-            await self.send_error("Too many requests: injected throttle (emulator)")
-            return
         start: dict[str, Any] = {
             "type": "audio.start",
             "utterance_index": index,
@@ -202,7 +208,12 @@ class SpeechStreamSession:
         }
         if config.stream_audio and config.response_format == "pcm":
             start["sample_rate"] = SAMPLE_RATE
+            start["channels"] = 1  # mono; later vLLM-Omni releases state it next to sample_rate (0.26.0 does not)
         await self.ws.send_text(json.dumps(start))
+        if decision.outcome == "throttle":  # a generation failure, shaped as 0.26.0 shapes any of them
+            await self.send_error("Too many requests: injected throttle (emulator)")
+            await self.finish(index, 0, error=True)
+            return
         if decision.latency_s > 0:
             await asyncio.sleep(decision.latency_s)
         if decision.outcome == "hang":
@@ -245,9 +256,8 @@ class SpeechStreamSession:
     async def finish(self, index: int, total_bytes: int, *, error: bool) -> None:
         done = {"type": "audio.done", "utterance_index": index, "sentence_index": 0, "total_bytes": total_bytes}
         await self.ws.send_text(json.dumps({**done, "error": error}))
-        await self.ws.send_text(
-            json.dumps({"type": "session.done", "utterance_index": index, "total_sentences": 0 if error else 1})
-        )
+        # vLLM-Omni 0.26.0 counts the sentence whether or not its generation failed: total_sentences is 1 either way.
+        await self.ws.send_text(json.dumps({"type": "session.done", "utterance_index": index, "total_sentences": 1}))
 
 
 async def speech_stream(websocket: WebSocket) -> None:

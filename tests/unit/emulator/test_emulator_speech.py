@@ -51,6 +51,7 @@ def test_streamed_pcm_event_order_and_bytes(make_client):
             "sentence_text": "Hello there, this is the emulator speaking.",
             "format": "pcm",
             "sample_rate": 24000,
+            "channels": 1,
         }
         assert order[0] == "audio.start" and order[-2:] == ["audio.done", "session.done"]
         assert set(order[1:-2]) == {"binary"} and len(frames) > 1
@@ -229,3 +230,18 @@ def test_http_speech(client):
     )
     voices = client.get("/v1/audio/voices").json()
     assert "Vivian" in voices["voices"] and voices["uploaded_voices"] == []
+
+
+@pytest.mark.parametrize("value", ["sentence", "clause", "paragraph"])
+def test_split_granularity_other_than_none_is_refused_clearly(client, value):
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(json.dumps({**PCM_CONFIG, "split_granularity": value}))
+        message = json.loads(ws.receive_text())["message"]
+        assert "split_granularity" in message and "not supported" in message and "0.26.0" in message
+
+
+def test_split_granularity_none_is_accepted(client):
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(json.dumps({**PCM_CONFIG, "split_granularity": "none"}))
+        events, frames, _ = utterance(ws, "One request. Even with two sentences.")
+        assert [e["type"] for e in events] == ["audio.start", "audio.done", "session.done"] and frames
