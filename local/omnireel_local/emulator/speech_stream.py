@@ -17,8 +17,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .audio import BYTES_PER_SAMPLE, SAMPLE_RATE, UnsupportedFormatError, encode_audio, pcm_bytes, synthesize
+from .audio import (
+    BYTES_PER_SAMPLE,
+    SAMPLE_RATE,
+    SynthesisCancelled,
+    UnsupportedFormatError,
+    encode_audio,
+    pcm_bytes,
+    synthesize,
+)
 from .errors import validation_message
+from .peer import PeerWatch
 from .state import NOT_INITIALIZED, EmulatorState, get_state
 
 log = logging.getLogger(__name__)
@@ -86,6 +95,7 @@ class SpeechStreamSession:
         self.config: StreamingSpeechSessionConfig | None = None
         self.buffer: list[str] = []
         self.utterance_index = 0
+        self.peer = PeerWatch(websocket)  # "has the client gone?" without reading (see peer.py)
 
     async def send_error(self, message: str) -> None:
         await self.ws.send_text(json.dumps({"type": "error", "message": message}))
@@ -222,13 +232,20 @@ class SpeechStreamSession:
             await self.send_error("Speech generation failed: injected fault")
             await self.finish(index, 0, error=True)
             return
-        samples = await asyncio.to_thread(synthesize, text, config.voice, config.speed)
+        try:
+            samples = await asyncio.to_thread(synthesize, text, config.voice, config.speed, self.peer.gone)
+        except SynthesisCancelled:
+            log.info("client left during synthesis of utterance %d: cancelled", index)
+            raise _SessionEnded from None
         rtf = cfg.speech_realtime_factor
         sent = 0
         if config.stream_audio:
             pcm = pcm_bytes(samples)
             chunk = int(SAMPLE_RATE * cfg.speech_chunk_ms / 1000) * BYTES_PER_SAMPLE
             for offset in range(0, len(pcm), chunk):
+                if self.peer.gone():
+                    log.info("client left during utterance %d: streaming stopped", index)
+                    raise _SessionEnded
                 piece = pcm[offset : offset + chunk]
                 if rtf > 0:
                     await asyncio.sleep(len(piece) / BYTES_PER_SAMPLE / SAMPLE_RATE / rtf)
@@ -243,8 +260,12 @@ class SpeechStreamSession:
                 await self.send_error(str(exc))
                 await self.finish(index, 0, error=True)
                 return
-            if rtf > 0:
-                await asyncio.sleep(len(samples) / SAMPLE_RATE / rtf)
+            if rtf > 0:  # "generation time", in slices so that a client who left stops it
+                end = asyncio.get_running_loop().time() + len(samples) / SAMPLE_RATE / rtf
+                while (left := end - asyncio.get_running_loop().time()) > 0:
+                    if self.peer.gone():
+                        raise _SessionEnded
+                    await asyncio.sleep(min(left, 0.25))
             if decision.malformed:
                 await self.ws.send_bytes(GARBAGE_FRAME)
                 sent = len(data)  # claims the real size: wrong total_bytes
