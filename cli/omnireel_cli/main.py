@@ -120,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit codes: 0 ok, 1 the relay reported an error / bad audio, 2 usage or token refused (HTTP 401), "
         "3 relay unreachable / timeout.",
     )  # fmt: skip
-    speak.add_argument("text")
+    speak.add_argument("text", nargs="?", help="what to say (not needed with --open)")
+    speak.add_argument(
+        "--open", action="store_true",
+        help="open the relay's web page in a browser with the token filled in (it travels in the URL fragment, "
+        "which is never sent to the server) instead of speaking TEXT",
+    )  # fmt: skip
     speak.add_argument("--out", type=Path, default=Path("speech.wav"), help="WAV file to write (default speech.wav)")
     speak.add_argument("--voice", help="voice / speaker (e.g. vivian); default: the model's")
     speak.add_argument("--language", help="language (e.g. English, Chinese, Auto); default: the model's")
@@ -271,6 +276,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_tts(args: argparse.Namespace) -> int:
+    if args.open:
+        relay = tts.resolve(args.stack, args.region, args.url, args.token)
+        page, opened = tts.open_page(relay)
+        if opened:
+            print(f"opened the relay page {page} (token passed in the URL fragment, never sent to the server)")
+        else:
+            print(f"no browser could be started; open this URL yourself (it contains the token): {page}#token="
+                  f"{tts.quote(relay.token, safe='')}")  # fmt: skip
+        return 0
+    if args.text is None:
+        raise UsageError("say something: omnireel tts TEXT (or --open for the relay's web page)")
     relay = tts.resolve(args.stack, args.region, args.url, args.token)
     speech = tts.speak(relay, args.text, args.out, voice=args.voice, language=args.language, timeout=args.timeout)
     print(tts.as_json(speech) if args.json else "\n".join(speech.lines()))
