@@ -47,6 +47,9 @@ class Settings(BaseModel):
     max_sessions: int = Field(default=200, gt=0)
     send_queue_frames: int = Field(default=512, gt=0)  # per-session frames waiting for a slow client
     send_queue_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    # client events waiting for the utterance in progress upstream to finish (see session.py)
+    max_held_events: int = Field(default=1024, gt=0)
+    max_held_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     write_limit: int = Field(default=64 * 1024, gt=0)  # websockets write buffer high-water mark
     close_timeout: float = Field(default=2.0, gt=0)
 

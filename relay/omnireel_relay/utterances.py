@@ -57,6 +57,11 @@ class UtteranceTracker:
             return None  # a later sentence of the same flush (sentence splitting): TTFA is about the first one
         return self._done_at.pop(index, None)
 
+    def errored(self) -> None:
+        """An upstream ``error`` event: whatever was in flight counts as answered (a later ``session.done`` for it
+        changes nothing; one that never comes does not hold the session)."""
+        self.answered = self.flushes
+
     def session_done(self, event: dict[str, Any]) -> None:
         """``session.done`` ended a flush: it and every earlier one are answered."""
         index = _index(event.get("utterance_index"))

@@ -6,6 +6,11 @@ the relay's old upstream ``ping_interval=20, ping_timeout=20`` closed healthy se
 
 To see that in seconds instead of 40, these tests shorten every keepalive the relay asks the upstream connection for
 (``ping_interval`` / ``ping_timeout`` → 0.3 s). The fixed relay asks for none, so the shortening changes nothing.
+
+The same pause also hides the relay's pongs from uvicorn's OWN keepalive pings (20 s / 20 s by default), so uvicorn
+closed the connection itself ("received 1011 keepalive ping timeout", found by the soak bench). The relay therefore
+forwards nothing while an utterance is in flight; the ``uvicorn_pings_fast`` tests run the emulator with its pings
+shortened to 0.3 s to show that in seconds.
 The 5-minute, many-utterance soak is ``bench/relay_soak.py`` (docs/benchmarks.md).
 """
 
@@ -28,6 +33,13 @@ LONG_TEXT = ("The relay must hold a long utterance while the server streams it. 
 @pytest.fixture(scope="module")
 def upstream_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with emulator(tmp_path_factory.mktemp("emulator-long"), RTF) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def fast_pinging_upstream_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    extra = ("--ws-ping-interval", "0.3", "--ws-ping-timeout", "0.3")
+    with emulator(tmp_path_factory.mktemp("emulator-pings"), RTF, *extra) as url:
         yield url
 
 
@@ -67,6 +79,14 @@ async def _collect(ws: Any, utterances: int, *, on_audio: Any = None) -> tuple[l
 
 
 def test_long_utterance_then_another_sent_while_it_streams(upstream_url: str, short_keepalive: None) -> None:
+    _long_then_another(upstream_url)
+
+
+def test_long_utterance_then_another_uvicorn_pings_fast(fast_pinging_upstream_url: str) -> None:
+    _long_then_another(fast_pinging_upstream_url)
+
+
+def _long_then_another(upstream_url: str) -> None:
     async def main() -> None:
         async with relay_stack(upstream_url=upstream_url) as (server, _):
             ws = await open_client(server)
@@ -95,6 +115,14 @@ def test_long_utterance_then_another_sent_while_it_streams(upstream_url: str, sh
 
 
 def test_five_queued_utterances_all_finish(upstream_url: str, short_keepalive: None) -> None:
+    _five_queued(upstream_url)
+
+
+def test_five_queued_utterances_uvicorn_pings_fast(fast_pinging_upstream_url: str) -> None:
+    _five_queued(fast_pinging_upstream_url)
+
+
+def _five_queued(upstream_url: str) -> None:
     async def main() -> None:
         async with relay_stack(upstream_url=upstream_url) as (server, _):
             ws = await open_client(server)

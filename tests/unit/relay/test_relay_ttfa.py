@@ -53,23 +53,32 @@ def test_ttfa_after_fifty_empty_flushes_is_the_one_the_client_saw() -> None:
     run(main())
 
 
-def test_flush_bookkeeping_is_bounded_while_the_upstream_is_stuck() -> None:
+def test_events_behind_a_stuck_utterance_are_held_bounded() -> None:
+    """While an utterance is in flight upstream the relay forwards nothing more (held, in order); a client that
+    piles up more than ``max_held_events`` gets an error and 1008, nothing grows without bound."""
+    from tests.unit.relay.relay_harness import frames_until_closed
+
     async def main() -> None:
-        async with relay_stack(upstream_progress_timeout=30) as (server, _):
+        async with relay_stack(upstream_progress_timeout=30, max_held_events=300) as (server, fake):
             ws = await open_client(server)
             await ws.send(json.dumps(CONFIG))
             await ws.send(json.dumps({"type": "input.text", "text": "STALL"}))
             await ws.send(json.dumps({"type": "input.done"}))
             await _until(ws, "audio.start")
-            for _ in range(600):  # never answered: the fake is stuck in the STALL utterance (TCP buffers hold them)
+            for _ in range(250):  # never answered: the fake is stuck in the STALL utterance
                 await ws.send(json.dumps({"type": "input.done"}))
             (session,) = server.sessions
             async with asyncio.timeout(10):
-                while session._utterances.flushes < 601:
+                while len(session._held) < 250:
                     await asyncio.sleep(0.01)
-            assert session._utterances.pending <= 256
-            assert session._utterances.unmeasured == 600 - 256  # the STALL flush's own timestamp was used
-            await ws.close()
+            assert session._utterances.flushes == 1 and session._utterances.pending == 0
+            assert [json.loads(m)["type"] for m in fake.received][-1] == "input.done"
+            assert len(fake.received) == 3  # config, text, done: the 250 stayed in the relay
+            for _ in range(60):
+                await ws.send(json.dumps({"type": "input.done"}))
+            frames = await frames_until_closed(ws, timeout=10)
+            err = json.loads(frames[-1])
+            assert err["code"] == "too_far_ahead" and ws.close_code == 1008
 
     run(main())
 
