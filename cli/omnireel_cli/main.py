@@ -134,6 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--timeout", type=float, default=60.0, help="max seconds for the whole utterance (default 60)")
     speak.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    proxy = commands.add_parser(
+        "tts-proxy", parents=[target], help="loopback forwarder that adds the relay token (for header-less clients)",
+        description="Listen on a loopback WebSocket (default ws://127.0.0.1:8091/v1/audio/speech/stream) and forward "
+        "every connection to the TTS relay with its bearer token added, frames unchanged both ways: for vLLM-Omni "
+        "clients that cannot set headers (e.g. the stock example client's plain websockets.connect(url)). "
+        "Relay: --url/--token, else --stack, else the local stack. Runs until Ctrl-C.",
+    )  # fmt: skip
+    proxy.add_argument("--listen", default="127.0.0.1:8091", help="loopback HOST:PORT (default 127.0.0.1:8091)")
+    proxy.add_argument("--url", help="relay WebSocket URL (overrides the stack's)")
+    proxy.add_argument("--token", help="relay bearer token (overrides the stack's)")
+
     check = commands.add_parser(
         "smoke", parents=[target], help="post-deploy check: one image, one 4-step video job, one TTS utterance",
         description="The check to run right after `sam deploy` (or against the local stack): (a) one image request "
@@ -293,6 +304,13 @@ def cmd_tts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tts_proxy(args: argparse.Namespace) -> int:
+    from . import tts_proxy
+
+    tts_proxy.parse_listen(args.listen)  # refuse a non-loopback address before looking anything up
+    return tts_proxy.run(tts.resolve(args.stack, args.region, args.url, args.token), args.listen)
+
+
 def cmd_smoke(args: argparse.Namespace) -> int:
     try:
         width, height = (int(x) for x in args.image_size.lower().split("x"))
@@ -323,6 +341,7 @@ COMMANDS = {
     "events": cmd_events,
     "demo": cmd_demo,
     "tts": cmd_tts,
+    "tts-proxy": cmd_tts_proxy,
     "smoke": cmd_smoke,
 }
 
