@@ -221,12 +221,30 @@ def status_lines(state: dict[str, Any] | None) -> tuple[bool, list[str]]:
             f"  HTTP API      {state['api_url']}",
         ]
         for model, url in (state.get("emulators") or {}).items():
-            lines.append(f"  emulator      {url}  ({model})")
+            lines.append(f"  emulator      {url}  ({model}{_child_health(state, f'emulator-{model}')})")
         relay = state.get("relay") or {}
         relay_pid = (state.get("child_pids") or {}).get("relay")
-        lines.append(f"  TTS relay     {relay['url']}  (pid {relay_pid})" if relay else "  TTS relay     (not started)")
+        lines.append(
+            f"  TTS relay     {relay['url']}  (pid {relay_pid}{_child_health(state, 'relay')})"
+            if relay
+            else "  TTS relay     (not started)"
+        )
         children = state.get("child_pids") or {}
         workers = sum(1 for name in children if name.startswith("lambda-worker"))
         lines.append(f"  processes     {len(children) + 1} ({workers} warm Lambda worker(s))")
         lines.append(f"  logs          {state.get('logs')}")
     return ready, lines
+
+
+def _child_health(state: dict[str, Any], name: str) -> str:
+    """The health suffix of a supervised child's status line (see omnireel_local.stack.Stack.supervise)."""
+    supervision = state.get("supervision") or {}
+    dead = (supervision.get("dead") or {}).get(name)
+    if dead is not None:
+        code, restarts = dead.get("exit_code"), dead.get("restarts")
+        return f", DEAD: exited with code {code}, not restarted after {restarts} restart(s)"
+    pid = (state.get("child_pids") or {}).get(name)
+    if pid is None or not homedir.pid_alive(int(pid)):
+        return ", DEAD: not running"
+    restarts = (supervision.get("restarts") or {}).get(name, 0)
+    return f", restarted {restarts} time(s)" if restarts else ""

@@ -124,7 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit codes: 0 ok, 1 the relay reported an error / bad audio, 2 usage or token refused (HTTP 401), "
         "3 relay unreachable / timeout.",
     )  # fmt: skip
-    speak.add_argument("text")
+    speak.add_argument("text", nargs="?", help="what to say (not needed with --open)")
+    speak.add_argument(
+        "--open", action="store_true",
+        help="open the relay's web page in a browser with the token filled in (it travels in the URL fragment, "
+        "which is never sent to the server) instead of speaking TEXT",
+    )  # fmt: skip
     speak.add_argument("--out", type=Path, default=Path("speech.wav"), help="WAV file to write (default speech.wav)")
     speak.add_argument("--voice", help="voice / speaker (e.g. vivian); default: the model's")
     speak.add_argument("--language", help="language (e.g. English, Chinese, Auto); default: the model's")
@@ -132,6 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--token", help="relay bearer token (overrides the stack's)")
     speak.add_argument("--timeout", type=float, default=60.0, help="max seconds for the whole utterance (default 60)")
     speak.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    proxy = commands.add_parser(
+        "tts-proxy", parents=[target], help="loopback forwarder that adds the relay token (for header-less clients)",
+        description="Listen on a loopback WebSocket (default ws://127.0.0.1:8091/v1/audio/speech/stream) and forward "
+        "every connection to the TTS relay with its bearer token added, frames unchanged both ways: for vLLM-Omni "
+        "clients that cannot set headers (e.g. the stock example client's plain websockets.connect(url)). "
+        "Relay: --url/--token, else --stack, else the local stack. Runs until Ctrl-C.",
+    )  # fmt: skip
+    proxy.add_argument("--listen", default="127.0.0.1:8091", help="loopback HOST:PORT (default 127.0.0.1:8091)")
+    proxy.add_argument("--url", help="relay WebSocket URL (overrides the stack's)")
+    proxy.add_argument("--token", help="relay bearer token (overrides the stack's)")
 
     check = commands.add_parser(
         "smoke", parents=[target], help="post-deploy check: one image, one 4-step video job, one TTS utterance",
@@ -277,10 +293,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_tts(args: argparse.Namespace) -> int:
+    if args.open:
+        relay = tts.resolve(args.stack, args.region, args.url, args.token)
+        page, opened = tts.open_page(relay)
+        if opened:
+            print(f"opened the relay page {page} (token passed in the URL fragment, never sent to the server)")
+        else:
+            print(f"no browser could be started; open this URL yourself (it contains the token): {page}#token="
+                  f"{tts.quote(relay.token, safe='')}")  # fmt: skip
+        return 0
+    if args.text is None:
+        raise UsageError("say something: omnireel tts TEXT (or --open for the relay's web page)")
     relay = tts.resolve(args.stack, args.region, args.url, args.token)
     speech = tts.speak(relay, args.text, args.out, voice=args.voice, language=args.language, timeout=args.timeout)
     print(tts.as_json(speech) if args.json else "\n".join(speech.lines()))
     return 0
+
+
+def cmd_tts_proxy(args: argparse.Namespace) -> int:
+    from . import tts_proxy
+
+    tts_proxy.parse_listen(args.listen)  # refuse a non-loopback address before looking anything up
+    return tts_proxy.run(tts.resolve(args.stack, args.region, args.url, args.token), args.listen)
 
 
 def cmd_smoke(args: argparse.Namespace) -> int:
@@ -313,6 +347,7 @@ COMMANDS = {
     "events": cmd_events,
     "demo": cmd_demo,
     "tts": cmd_tts,
+    "tts-proxy": cmd_tts_proxy,
     "smoke": cmd_smoke,
 }
 

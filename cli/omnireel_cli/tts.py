@@ -7,6 +7,10 @@ The client speaks vLLM-Omni's streaming-TTS WebSocket protocol, as any voice app
 
 Where the relay is: ``--url`` / ``--token``; else ``--stack NAME`` (the ``RelayUrl`` output and the token in the
 ``RelayTokenSecretArn`` secret); else the local stack (``omnireel local up`` starts a relay with a fresh token).
+
+``omnireel tts --open`` opens the relay's web page instead, with the token in the URL *fragment*
+(``http://host:port/#token=...``): browsers never send a fragment to the server, so the token does not reach the
+relay's (or a load balancer's) request logs, and the page takes it out of the address bar once read.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import json
 import os
 import time
 import wave
+import webbrowser
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from .errors import CliError, InfraError, JobFailed, UsageError
 from .target import Target
@@ -107,6 +114,22 @@ def resolve(stack: str | None, region: str | None, url: str | None, token: str |
             )
         raise InfraError(f"stack {target.name} has no voice (EnableVoice=false): no RelayUrl output")
     return Relay(url or relay.url, token or relay.token, relay.where)
+
+
+# ---------------------------------------------------------------- the web page
+def page_url(relay: Relay) -> str:
+    """The relay's page for its WebSocket URL: ws://h:p/v1/audio/speech/stream -> http://h:p/ (wss -> https)."""
+    parts = urlsplit(relay.url)
+    if parts.scheme not in ("ws", "wss"):
+        raise UsageError(f"the relay URL must be ws:// or wss://, got {relay.url!r}")
+    return urlunsplit(("https" if parts.scheme == "wss" else "http", parts.netloc, "/", "", ""))
+
+
+def open_page(relay: Relay, opener: Callable[[str], bool] = webbrowser.open) -> tuple[str, bool]:
+    """Open the relay page with the token in the fragment; returns (page URL without the token, opened?)."""
+    page = page_url(relay)
+    opened = bool(opener(f"{page}#token={quote(relay.token, safe='')}"))
+    return page, opened
 
 
 # ---------------------------------------------------------------- the session

@@ -43,6 +43,8 @@ log = logging.getLogger("omnireel_local.stack")
 EMULATOR_START_TIMEOUT_S = 60.0
 RELAY_START_TIMEOUT_S = 30.0
 RELAY_PATH = "/v1/audio/speech/stream"
+MAX_RESTARTS = 3  # per supervised child (container emulators, the relay) over the stack's lifetime
+SUPERVISED = ("emulator-", "relay")
 
 
 class Stack:
@@ -57,6 +59,7 @@ class Stack:
         self.api_port = args.api_port or homedir.free_port()
         self.moto_endpoint = f"http://127.0.0.1:{self.moto_port}"
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self._specs: dict[str, tuple[list[str], dict[str, str]]] = {}  # how each child was started (restarts)
         self.state: dict[str, Any] = {
             "pid": os.getpid(),
             "pgid": os.getpgid(0),
@@ -265,6 +268,7 @@ class Stack:
         proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         log_file.close()
         self.children[name] = proc
+        self._specs[name] = (argv, env)
         log.info("started %s (pid %d)", name, proc.pid)
         return proc
 
@@ -368,8 +372,29 @@ class Stack:
 
     def _refresh(self) -> None:
         while not self._stop.wait(2.0):
+            self.supervise()
             with contextlib.suppress(OSError):
                 self.save()
+
+    def supervise(self) -> None:
+        """Restart a container emulator or the relay that died (same argv, env and port), at most MAX_RESTARTS
+        times each, every restart logged; past that it stays down and is recorded as dead for `local status`."""
+        supervision = self.state.setdefault("supervision", {"restarts": {}, "dead": {}})
+        for name, proc in list(self.children.items()):
+            code = proc.poll()
+            if code is None or not name.startswith(SUPERVISED) or self._stop.is_set() or name in supervision["dead"]:
+                continue
+            restarts = supervision["restarts"].get(name, 0)
+            if restarts >= MAX_RESTARTS:
+                log.error("%s (pid %d) exited with %s; not restarted (%d restarts already)", name, proc.pid, code,
+                          restarts)  # fmt: skip
+                supervision["dead"][name] = {"exit_code": code, "restarts": restarts, "at": time.time()}
+                continue
+            log.warning("%s (pid %d) exited with %s; restarting it (%d/%d)", name, proc.pid, code, restarts + 1,
+                        MAX_RESTARTS)  # fmt: skip
+            supervision["restarts"][name] = restarts + 1
+            argv, env = self._specs[name]
+            self._spawn(name, argv, env)
 
     # ---------------------------------------------------------------- stop
     def stop(self) -> None:

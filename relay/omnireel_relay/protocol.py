@@ -19,6 +19,10 @@ BYTES_PER_SAMPLE = 2
 CLIENT_EVENTS = frozenset({"session.config", "input.text", "input.done", "session.close"})
 SERVER_EVENTS = frozenset({"audio.start", "audio.chunk", "audio.done", "session.done", "error"})
 
+# Client-supplied values are never echoed or logged whole (a 3 MB "type" came back as a 3 MB error event and log line).
+ECHO_MAX_CHARS = 64  # of a client value quoted in an error message
+ERROR_MESSAGE_MAX_CHARS = 1024  # of any relay-originated error message (upstream exception texts included)
+
 # Subprotocol a browser offers next to ``omnireel.bearer.<token>``; the relay selects it.
 SUBPROTOCOL = "omnireel.v1"
 BEARER_SUBPROTOCOL_PREFIX = "omnireel.bearer."
@@ -75,7 +79,7 @@ def parse_client_event(raw: str) -> ClientEvent:
     except ValidationError:
         raise ProtocolError("invalid_event", "message must have a string 'type'") from None
     if event.type not in CLIENT_EVENTS:
-        raise ProtocolError("unknown_event", f"unknown event type {event.type!r}")
+        raise ProtocolError("unknown_event", f"unknown event type {clip(event.type)}")
     if event.type == "input.text":
         try:
             return ClientEvent(event.type, _InputText.model_validate(obj).text)
@@ -84,8 +88,17 @@ def parse_client_event(raw: str) -> ClientEvent:
     return ClientEvent(event.type)
 
 
+def clip(value: str, limit: int = ECHO_MAX_CHARS) -> str:
+    """``repr`` of a client value, cut to ``limit`` characters with its full length stated: safe to echo and log."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
 def error_event(message: str, code: str | None = None) -> str:
     """An ``error`` event as the server sends it (``code`` is an extra key clients may ignore)."""
+    if len(message) > ERROR_MESSAGE_MAX_CHARS:
+        message = message[: ERROR_MESSAGE_MAX_CHARS - 30] + f"... ({len(message)} characters)"
     body: dict[str, object] = {"type": "error", "message": message}
     if code:
         body["code"] = code

@@ -2,6 +2,10 @@
 
 Handshake policy (all decided before the WebSocket upgrade, as plain HTTP responses):
 - unknown path → 404; missing or wrong token → 401 (``WWW-Authenticate: Bearer``);
+- ``/healthz`` is open (the load balancer's health check); ``/metrics`` needs the bearer token unless
+  ``OMNIREEL_RELAY_METRICS_PUBLIC=true`` (and the public ALB listener answers ``/metrics`` with 404 itself);
+- ``/auth/check`` answers 204 for a valid ``Authorization: Bearer`` token, else 401: the relay page asks it first,
+  because a browser's WebSocket only ever reports "1006" for a refused handshake;
 - draining after SIGTERM → 503 (and ``/healthz`` → 503 so the ALB stops routing here).
 After the upgrade: more than ``max_sessions`` open sessions → close 1013 "relay at capacity".
 """
@@ -28,6 +32,7 @@ from .settings import Settings
 from .upstream import UpstreamFactory
 
 log = logging.getLogger(__name__)
+AUTH_CHECK_PATH = "/auth/check"
 
 
 def _response(status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> Response:
@@ -119,7 +124,16 @@ class RelayServer:
             body = {"status": "ok", "active_sessions": len(self.sessions), "max_sessions": self.settings.max_sessions}
             return _response(200, json.dumps(body).encode() + b"\n", "application/json")
         if path == "/metrics":
+            if not self.settings.metrics_public and not self.auth.check(request.headers.get("Authorization"), []):
+                self.metrics.rejected["unauthorized"] += 1
+                body = b"/metrics needs the bearer token\n"
+                return _response(401, body, "text/plain", {"WWW-Authenticate": "Bearer"})
             return _response(200, self.metrics.render_prometheus().encode(), "text/plain; version=0.0.4")
+        if path == AUTH_CHECK_PATH:
+            if self.auth.check(request.headers.get("Authorization"), []):
+                return _response(204, b"", "text/plain")
+            self.metrics.rejected["unauthorized"] += 1
+            return _response(401, b"missing or invalid bearer token\n", "text/plain", {"WWW-Authenticate": "Bearer"})
         if path in ("/", "/index.html"):
             return _response(200, self._index, "text/html; charset=utf-8")
         if path != PATH:

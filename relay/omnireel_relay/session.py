@@ -1,8 +1,14 @@
 """One client session: one client WebSocket <-> one upstream stream, with limits and backpressure.
 
 Tasks per session:
-- ``client→upstream``: validates each client event (size, JSON, text per utterance) and forwards it unchanged;
+- ``client→outbox``: validates each client event (size, JSON, text per utterance) and queues it unchanged;
   an invalid event gets an ``error`` event back and is NOT forwarded; the session continues.
+- ``outbox→upstream``: forwards queued events in order, but none while an utterance is in flight upstream (from its
+  ``input.done`` to its ``session.done``). vLLM-Omni reads nothing while it synthesises, and uvicorn pauses reading a
+  WebSocket once a message is waiting for the app: it then cannot read the pongs to its own keepalive pings either
+  and closes the connection with 1011 "keepalive ping timeout" after 40 s (issue 10, item 1). Holding the events in
+  the relay until the utterance ends changes nothing the server sees (it would read them at that moment anyway) and
+  keeps its socket readable. Bounded: ``max_held_events`` / ``max_held_bytes`` (→ ``error``, close 1008).
 - ``upstream→queue``: reads upstream frames and appends them to a bounded send queue (frames and bytes).
   If the queue is full the client is not keeping up: the session is closed with 1008 "client too slow".
 - ``queue→client``: sends frames in order (websockets' ``send`` waits on its own bounded write buffer).
@@ -12,6 +18,7 @@ Endings (close code to the client):
   (1000 normally) is passed through;
 - upstream failure (connect refused, dropped mid-stream, SageMaker model stream error) → ``error`` event, then 1011.
   Upstream JSON ``error`` events are ordinary frames: forwarded, session kept (vLLM-Omni semantics);
+- upstream silent for ``upstream_progress_timeout`` while an utterance is in flight → ``error`` event, then 1011;
 - session time limit → ``error`` event (if the queue has room), then 1008;
 - send queue full → 1008 "client too slow" immediately (nothing more is buffered);
 - drain deadline → 1001 "relay shutting down";
@@ -36,6 +43,7 @@ from .metrics import Metrics, emit_emf
 from .protocol import Close, ProtocolError, error_event, parse_client_event, server_event_type
 from .settings import Settings
 from .upstream import Upstream, UpstreamError, UpstreamFactory
+from .utterances import UtteranceTracker
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +71,15 @@ class Session:
         self._end: _End | None = None
         self._flush = False
         self._text_chars = 0
-        self._pending_done: collections.deque[float] = collections.deque()
+        self._utterances = UtteranceTracker()  # pairs input.done with audio.start / session.done (bounded)
+        self._last_progress = time.monotonic()  # last upstream frame (or first input.done after a quiet spell)
         self._awaiting_first_audio: float | None = None
+        # client events waiting to go upstream: (type, message, arrival time)
+        self._held: collections.deque[tuple[str, str, float]] = collections.deque()
+        self._held_bytes = 0
+        self._held_changed = asyncio.Event()
+        self._upstream_idle = asyncio.Event()  # set: no utterance in flight upstream, events may be forwarded
+        self._upstream_idle.set()
         self.ttfa_ms: list[float] = []
         self.audio_bytes = 0
         self.audio_chunks = 0
@@ -98,7 +113,9 @@ class Session:
             writer = asyncio.create_task(self._client_writer(), name=f"{self.id}-writer")
             tasks = [
                 asyncio.create_task(self._client_reader(), name=f"{self.id}-reader"),
+                asyncio.create_task(self._upstream_writer(), name=f"{self.id}-forwarder"),
                 asyncio.create_task(self._upstream_reader(), name=f"{self.id}-upstream"),
+                asyncio.create_task(self._progress_watchdog(), name=f"{self.id}-watchdog"),
                 writer,
             ]
             try:
@@ -178,21 +195,54 @@ class Session:
                     self._text_chars += len(event.text)
                 elif event.type == "input.done":
                     self._text_chars = 0
-                    self._pending_done.append(time.monotonic())
                     self._m.utterances_total += 1
-                self._m.client_messages_total += 1
-                await self._upstream.send_text(message)
-                if event.type == "session.close":
-                    await self._upstream.end_input()
-        except UpstreamError as exc:
-            self._upstream_failed(exc)
-            return
+                if not self._hold(event.type, message):
+                    return
         except ConnectionClosed:
             pass
         # The client went away (or closed): nothing more can be delivered.
         if self.ws.close_code == Close.TOO_BIG:
             self._m.errors["message_too_big"] += 1
         self.finish(self.ws.close_code or Close.NORMAL, "client closed")
+
+    def _hold(self, kind: str, message: str) -> bool:
+        """Queue one valid client event for the forwarder; False (session ending) when the queue is full."""
+        size = len(message)
+        if len(self._held) >= self._s.max_held_events or self._held_bytes + size > self._s.max_held_bytes:
+            self._m.errors["too_far_ahead"] += 1
+            text = (
+                f"more than {self._s.max_held_events} events or {self._s.max_held_bytes} bytes are waiting for the "
+                "utterance in progress to finish"
+            )
+            self._try_enqueue_control(error_event(text, "too_far_ahead"))
+            self.finish(Close.POLICY, "client too far ahead of the utterance in progress", flush=True)
+            return False
+        self._held.append((kind, message, time.monotonic()))
+        self._held_bytes += size
+        self._held_changed.set()
+        return True
+
+    async def _upstream_writer(self) -> None:
+        """Forward held client events in order; none while an utterance is in flight upstream (see module doc)."""
+        assert self._upstream is not None
+        try:
+            while True:
+                while not self._held:
+                    self._held_changed.clear()
+                    await self._held_changed.wait()
+                await self._upstream_idle.wait()
+                kind, message, arrival = self._held.popleft()
+                self._held_bytes -= len(message)
+                if kind == "input.done":
+                    self._last_progress = time.monotonic()  # the progress clock starts with this utterance
+                    self._utterances.flushed(now=arrival)  # TTFA counts from when the client sent it
+                    self._upstream_idle.clear()
+                self._m.client_messages_total += 1
+                await self._upstream.send_text(message)
+                if kind == "session.close":
+                    await self._upstream.end_input()
+        except UpstreamError as exc:
+            self._upstream_failed(exc)
 
     def _reject(self, exc: ProtocolError) -> None:
         self._m.errors[exc.code] += 1
@@ -205,6 +255,13 @@ class Session:
         try:
             while True:
                 frame = await self._upstream.receive()
+                self._last_progress = time.monotonic()
+                if isinstance(frame, str) and len(frame) < 4096 and server_event_type(frame)[0] == "error":
+                    # An upstream error answers the utterance in flight (0.26.0 follows generation errors with
+                    # session.done; servers that do not must not leave the client's next events held forever).
+                    self._utterances.errored()
+                    if not self._utterances.in_flight:
+                        self._upstream_idle.set()
                 if frame is None:
                     code = self._upstream.close_code or Close.NORMAL
                     if code in (1005, 1006) or not (1000 <= code <= 4999):
@@ -221,6 +278,20 @@ class Session:
                     return
         except UpstreamError as exc:
             self._upstream_failed(exc)
+
+    async def _progress_watchdog(self) -> None:
+        """End the session when the upstream sends nothing for ``upstream_progress_timeout`` mid-utterance.
+
+        The liveness check for a server that is connected but stuck (WebSocket pings cannot be used: see
+        upstream_websocket.py). Idle sessions (no utterance in flight) are not affected.
+        """
+        limit = self._s.upstream_progress_timeout
+        while True:
+            await asyncio.sleep(min(1.0, limit / 4))
+            if self._utterances.in_flight and time.monotonic() - self._last_progress > limit:
+                message = f"the TTS upstream sent nothing for {limit:g} s while an utterance was in progress"
+                self._upstream_failed(UpstreamError("stalled", message))
+                return
 
     def _upstream_failed(self, exc: UpstreamError) -> None:
         self._m.errors[f"upstream_{exc.reason}"] += 1
@@ -277,8 +348,12 @@ class Session:
 
     def _on_text(self, text: str) -> None:
         event_type, body = server_event_type(text)
-        if event_type == "audio.start":
-            self._awaiting_first_audio = self._pending_done.popleft() if self._pending_done else None
+        if event_type == "audio.start" and body is not None:
+            self._awaiting_first_audio = self._utterances.audio_started(body)
+        elif event_type == "session.done" and body is not None:
+            self._utterances.session_done(body)
+            if not self._utterances.in_flight:
+                self._upstream_idle.set()
         elif event_type == "audio.chunk" and body and body.get("audio_b64"):
             self._on_audio(len(str(body["audio_b64"])) * 3 // 4)
 

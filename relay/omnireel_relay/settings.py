@@ -23,6 +23,10 @@ class Settings(BaseModel):
     upstream: Literal["websocket", "sagemaker"] = "websocket"
     upstream_url: str = "ws://127.0.0.1:8091/v1/audio/speech/stream"
     upstream_connect_timeout: float = Field(default=10.0, gt=0)
+    # An utterance in flight (input.done forwarded, its session.done not yet back) with no upstream frame for this
+    # long ends the session with 1011. This, not WebSocket pings, is how a hung upstream is detected: uvicorn (which
+    # serves vLLM-Omni and the emulator) stops reading its socket while the app streams, so pings go unanswered.
+    upstream_progress_timeout: float = Field(default=120.0, gt=0)
     sagemaker_endpoint: str | None = None
     sagemaker_region: str | None = None
     sagemaker_endpoint_uri: str | None = None  # default https://runtime.sagemaker.{region}.amazonaws.com:8443
@@ -43,6 +47,9 @@ class Settings(BaseModel):
     max_sessions: int = Field(default=200, gt=0)
     send_queue_frames: int = Field(default=512, gt=0)  # per-session frames waiting for a slow client
     send_queue_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    # client events waiting for the utterance in progress upstream to finish (see session.py)
+    max_held_events: int = Field(default=1024, gt=0)
+    max_held_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     write_limit: int = Field(default=64 * 1024, gt=0)  # websockets write buffer high-water mark
     close_timeout: float = Field(default=2.0, gt=0)
 
@@ -51,6 +58,7 @@ class Settings(BaseModel):
     log_level: str = "INFO"
     emf: bool = False  # also print CloudWatch Embedded Metric Format lines per session
     emf_namespace: str = "omnireel/relay"
+    metrics_public: bool = False  # False: GET /metrics needs the bearer token (the ALB also blocks /metrics)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -4,6 +4,8 @@
 - Each client WebSocket message becomes one ``RequestPayloadPart(data_type="UTF8", completion_state="COMPLETE")``.
 - Response ``UTF8`` parts become text frames, ``BINARY`` parts binary frames; ``PARTIAL`` parts are joined until
   ``COMPLETE`` so one upstream WebSocket message stays one frame (the relay never re-chunks audio).
+- a part's ``data_type`` is compared case-insensitively ("UTF8", "utf8": text; anything else: binary), as the AWS
+  sample client (sagemaker_bidi_tts.py) does;
 - ``ModelStreamError`` / ``InternalStreamFailure`` (which the SDK's receiver *raises*, it does not return them as
   events) and other SDK exceptions raise :class:`UpstreamError` (→ ``error``, 1011).
 - No per-frame timeout around ``receive()`` (it can corrupt the stream); the session's single deadline bounds it.
@@ -187,7 +189,7 @@ class SageMakerUpstream:
                     if part.completion_state == "PARTIAL":
                         continue
                     data = bytes(pending)
-                    if pending_type == "UTF8":
+                    if (pending_type or "").upper() == "UTF8":  # any casing, as the AWS sample client compares
                         return data.decode("utf-8", errors="replace")
                     return data
                 # 0.12.0's receiver raises these (above); kept in case a release returns them as events instead

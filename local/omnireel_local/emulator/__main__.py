@@ -30,6 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ws-config-timeout", type=float, help="seconds to wait for session.config (10)")
     parser.add_argument("--ws-idle-timeout", type=float, help="WebSocket idle timeout in seconds (30)")
     parser.add_argument("--video-sync-timeout", type=float, help="/v1/videos/sync timeout in seconds (600)")
+    parser.add_argument(
+        "--ws-ping-interval", type=float, default=20.0,
+        help="uvicorn's WebSocket keepalive ping interval in seconds (20, uvicorn's and so vLLM-Omni's default)",
+    )  # fmt: skip
+    parser.add_argument("--ws-ping-timeout", type=float, default=20.0, help="uvicorn's pong timeout in seconds (20)")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     return parser
 
@@ -55,7 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = config_from_args(args)
     logging.getLogger("omnireel_local.emulator").warning("%s: listening on http://%s:%d", BANNER, args.host, args.port)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        create_app(config),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ws_ping_interval=args.ws_ping_interval,
+        ws_ping_timeout=args.ws_ping_timeout,
+    )
     return 0
 
 

@@ -10,13 +10,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import control, images, speech, speech_stream, videos
 from .config import EmulatorConfig
 from .errors import EXCEPTION_HANDLERS, EmulatorError, error_response
 from .faults import FaultInjector
 from .middleware import EmulatorHeaderMiddleware, SageMakerRouteMiddleware
+from .peer import SERVER_SEND_SCOPE_KEY
 from .state import EmulatorState, get_state, media_type
 
 log = logging.getLogger("omnireel_local.emulator")
@@ -55,7 +56,20 @@ class EmulatorApp(Starlette):
 
     def build_middleware_stack(self) -> ASGIApp:
         inner = super().build_middleware_stack()
-        return EmulatorHeaderMiddleware(SageMakerRouteMiddleware(inner), self.state.emulator.injector)
+        outer = EmulatorHeaderMiddleware(SageMakerRouteMiddleware(inner), self.state.emulator.injector)
+        return _with_server_send(outer)
+
+
+def _with_server_send(app: ASGIApp) -> ASGIApp:
+    """Keep the server's own ``send`` in the WebSocket scope (middleware wraps it): ``peer.PeerWatch`` finds the
+    connection's socket through it."""
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            scope = {**scope, SERVER_SEND_SCOPE_KEY: send}
+        await app(scope, receive, send)
+
+    return asgi
 
 
 def create_app(config: EmulatorConfig | None = None) -> Starlette:

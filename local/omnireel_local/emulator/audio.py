@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import wave
+from collections.abc import Callable
 
 import av
 import numpy as np
@@ -18,7 +19,7 @@ SAMPLE_RATE = 24000
 BYTES_PER_SAMPLE = 2
 SECONDS_PER_CHAR = 0.07
 MIN_SECONDS = 0.25
-MAX_SECONDS = 60.0
+MAX_SECONDS = 180.0  # a real model stops at its max_new_tokens; long enough for > 60 s utterances (relay soak)
 MEDIA_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg"}
 
 _VOWEL_FORMANTS = {
@@ -60,8 +61,21 @@ def _units(text: str) -> list[tuple[str, int]]:
     return units
 
 
-def synthesize(text: str, voice: str | None = None, speed: float = 1.0) -> np.ndarray:
-    """int16 samples at 24 kHz, deterministic from (text, voice, speed)."""
+class SynthesisCancelled(Exception):
+    """``should_stop`` answered True: the listener left, the rest of the utterance is not synthesised."""
+
+
+CANCEL_CHECK_EVERY = 16  # units (syllables/pauses) between two ``should_stop`` calls
+
+
+def synthesize(
+    text: str, voice: str | None = None, speed: float = 1.0, should_stop: Callable[[], bool] | None = None
+) -> np.ndarray:
+    """int16 samples at 24 kHz, deterministic from (text, voice, speed).
+
+    ``should_stop`` (called every few syllables, from whatever thread runs this) aborts the synthesis with
+    :class:`SynthesisCancelled`: the emulator passes "has the client gone?" so abandoned utterances stop costing CPU.
+    """
     units = _units(text.strip()) or [("", 1)]
     total_chars = sum(n for _, n in units)
     duration = min(max(total_chars * SECONDS_PER_CHAR / speed, MIN_SECONDS), MAX_SECONDS)
@@ -71,6 +85,8 @@ def synthesize(text: str, voice: str | None = None, speed: float = 1.0) -> np.nd
     out = np.zeros(round(duration * SAMPLE_RATE), dtype=np.float32)
     position = 0
     for index, (letters, chars) in enumerate(units):
+        if should_stop is not None and index % CANCEL_CHECK_EVERY == 0 and should_stop():
+            raise SynthesisCancelled(f"stopped after {index} of {len(units)} units")
         length = round(chars * samples_per_char)
         if letters and length > 8:
             progress = index / max(len(units) - 1, 1)

@@ -17,8 +17,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .audio import BYTES_PER_SAMPLE, SAMPLE_RATE, UnsupportedFormatError, encode_audio, pcm_bytes, synthesize
+from .audio import (
+    BYTES_PER_SAMPLE,
+    SAMPLE_RATE,
+    SynthesisCancelled,
+    UnsupportedFormatError,
+    encode_audio,
+    pcm_bytes,
+    synthesize,
+)
 from .errors import validation_message
+from .peer import PeerWatch
 from .state import NOT_INITIALIZED, EmulatorState, get_state
 
 log = logging.getLogger(__name__)
@@ -49,6 +58,9 @@ class StreamingSpeechSessionConfig(BaseModel):
     speaker_embedding: list[float] | None = None
     stream_audio: bool = False
     word_timestamps: bool = False
+    # Not a vLLM-Omni 0.26.0 field (0.26.0 ignores it: one request per input.done). Later releases split a flush into
+    # sentences/clauses; the emulator refuses those values instead of silently behaving like "none".
+    split_granularity: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -63,6 +75,12 @@ class StreamingSpeechSessionConfig(BaseModel):
             raise ValueError("stream_audio=true requires response_format='pcm' and speed=1.0")
         if self.word_timestamps and not (self.stream_audio and self.response_format == "pcm"):
             raise ValueError("word_timestamps=true requires stream_audio=true and response_format='pcm'")
+        if self.split_granularity not in (None, "none"):
+            raise ValueError(
+                f"split_granularity={self.split_granularity[:32]!r} is not supported: vLLM-Omni 0.26.0 (the DLC's "
+                "version) synthesizes each input.done as one request; send 'none' or omit it, and split sentences "
+                "client-side with one input.done each"
+            )
         return self
 
 
@@ -77,6 +95,7 @@ class SpeechStreamSession:
         self.config: StreamingSpeechSessionConfig | None = None
         self.buffer: list[str] = []
         self.utterance_index = 0
+        self.peer = PeerWatch(websocket)  # "has the client gone?" without reading (see peer.py)
 
     async def send_error(self, message: str) -> None:
         await self.ws.send_text(json.dumps({"type": "error", "message": message}))
@@ -150,12 +169,16 @@ class SpeechStreamSession:
                 return
             self.buffer.append(text)
         elif kind == "input.done":
-            text = "".join(self.buffer)
+            # vLLM-Omni 0.26.0: the stripped buffer is one request; an empty flush is answered with session.done
+            # (total_sentences 0, no audio, no error) and still counts as an utterance (utterance_index moves on).
+            text = "".join(self.buffer).strip()
             self.buffer.clear()
-            if not text.strip():
-                await self.send_error("input.done with an empty text buffer: nothing to synthesize")
-                return
-            await self.utterance(text)
+            if text:
+                await self.utterance(text)
+            else:
+                await self.ws.send_text(
+                    json.dumps({"type": "session.done", "utterance_index": self.utterance_index, "total_sentences": 0})
+                )
             self.utterance_index += 1
         elif kind == "session.close":
             await self.ws.close(1000)
@@ -186,9 +209,6 @@ class SpeechStreamSession:
         assert self.config is not None
         config, cfg, index = self.config, self.state.config, self.utterance_index
         decision = self.state.injector.decide(cfg, "speech")
-        if decision.outcome == "throttle":
-            await self.send_error("Too many requests: injected throttle (emulator)")
-            return
         start: dict[str, Any] = {
             "type": "audio.start",
             "utterance_index": index,
@@ -198,7 +218,12 @@ class SpeechStreamSession:
         }
         if config.stream_audio and config.response_format == "pcm":
             start["sample_rate"] = SAMPLE_RATE
+            start["channels"] = 1  # mono; later vLLM-Omni releases state it next to sample_rate (0.26.0 does not)
         await self.ws.send_text(json.dumps(start))
+        if decision.outcome == "throttle":  # a generation failure, shaped as 0.26.0 shapes any of them
+            await self.send_error("Too many requests: injected throttle (emulator)")
+            await self.finish(index, 0, error=True)
+            return
         if decision.latency_s > 0:
             await asyncio.sleep(decision.latency_s)
         if decision.outcome == "hang":
@@ -207,13 +232,20 @@ class SpeechStreamSession:
             await self.send_error("Speech generation failed: injected fault")
             await self.finish(index, 0, error=True)
             return
-        samples = await asyncio.to_thread(synthesize, text, config.voice, config.speed)
+        try:
+            samples = await asyncio.to_thread(synthesize, text, config.voice, config.speed, self.peer.gone)
+        except SynthesisCancelled:
+            log.info("client left during synthesis of utterance %d: cancelled", index)
+            raise _SessionEnded from None
         rtf = cfg.speech_realtime_factor
         sent = 0
         if config.stream_audio:
             pcm = pcm_bytes(samples)
             chunk = int(SAMPLE_RATE * cfg.speech_chunk_ms / 1000) * BYTES_PER_SAMPLE
             for offset in range(0, len(pcm), chunk):
+                if self.peer.gone():
+                    log.info("client left during utterance %d: streaming stopped", index)
+                    raise _SessionEnded
                 piece = pcm[offset : offset + chunk]
                 if rtf > 0:
                     await asyncio.sleep(len(piece) / BYTES_PER_SAMPLE / SAMPLE_RATE / rtf)
@@ -228,8 +260,12 @@ class SpeechStreamSession:
                 await self.send_error(str(exc))
                 await self.finish(index, 0, error=True)
                 return
-            if rtf > 0:
-                await asyncio.sleep(len(samples) / SAMPLE_RATE / rtf)
+            if rtf > 0:  # "generation time", in slices so that a client who left stops it
+                end = asyncio.get_running_loop().time() + len(samples) / SAMPLE_RATE / rtf
+                while (left := end - asyncio.get_running_loop().time()) > 0:
+                    if self.peer.gone():
+                        raise _SessionEnded
+                    await asyncio.sleep(min(left, 0.25))
             if decision.malformed:
                 await self.ws.send_bytes(GARBAGE_FRAME)
                 sent = len(data)  # claims the real size: wrong total_bytes
@@ -241,9 +277,8 @@ class SpeechStreamSession:
     async def finish(self, index: int, total_bytes: int, *, error: bool) -> None:
         done = {"type": "audio.done", "utterance_index": index, "sentence_index": 0, "total_bytes": total_bytes}
         await self.ws.send_text(json.dumps({**done, "error": error}))
-        await self.ws.send_text(
-            json.dumps({"type": "session.done", "utterance_index": index, "total_sentences": 0 if error else 1})
-        )
+        # vLLM-Omni 0.26.0 counts the sentence whether or not its generation failed: total_sentences is 1 either way.
+        await self.ws.send_text(json.dumps({"type": "session.done", "utterance_index": index, "total_sentences": 1}))
 
 
 async def speech_stream(websocket: WebSocket) -> None:

@@ -73,38 +73,39 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
             proc.wait(timeout=5)
 
 
-@contextlib.contextmanager
-def emulator_and_relay(tmp: Path, realtime_factor: float = 4.0) -> Iterator[Stack]:
-    """``python -m omnireel_local.emulator`` (speech only) and ``python -m omnireel_relay`` in front of it."""
+def _base_env() -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OMNIREEL_RELAY_", "OMNIREEL_EMULATOR_"))}
     base.pop("SM_VLLM_MODEL", None)
     base["PYTHONPATH"] = os.pathsep.join(str(REPO / p) for p in ("relay", "local", "layers/omnireel", "."))
+    return base
+
+
+def start_emulator(tmp: Path, port: int, realtime_factor: float, *extra: str) -> subprocess.Popen[bytes]:
+    """The container emulator (uvicorn, speech only) as a process; ready when /health answers 200."""
+    argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--routes", "speech", "--speech-realtime-factor", str(realtime_factor), "--log-level", "warning", *extra]
+    return _start(argv, _base_env(), f"http://127.0.0.1:{port}/health", 30, tmp / "emulator.log")
+
+
+@contextlib.contextmanager
+def emulator(tmp: Path, realtime_factor: float = 4.0, *extra: str) -> Iterator[str]:
+    """Just the emulator; yields its WebSocket URL (for an in-process relay)."""
+    port = free_port()
+    proc = start_emulator(tmp, port, realtime_factor, *extra)
+    try:
+        yield f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
+    finally:
+        stop_process(proc)
+
+
+@contextlib.contextmanager
+def emulator_and_relay(tmp: Path, realtime_factor: float = 4.0) -> Iterator[Stack]:
+    """``python -m omnireel_local.emulator`` (speech only) and ``python -m omnireel_relay`` in front of it."""
+    base = _base_env()
     emulator_port, relay_port = free_port(), free_port()
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        procs.append(
-            _start(
-                [
-                    sys.executable,
-                    "-m",
-                    "omnireel_local.emulator",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(emulator_port),
-                    "--routes",
-                    "speech",
-                    "--speech-realtime-factor",
-                    str(realtime_factor),
-                    "--log-level",
-                    "warning",
-                ],
-                base,
-                f"http://127.0.0.1:{emulator_port}/health",
-                30,
-                tmp / "emulator.log",
-            )
-        )
+        procs.append(start_emulator(tmp, emulator_port, realtime_factor))
         relay_env = {
             **base,
             "OMNIREEL_RELAY_TOKEN": TOKEN,

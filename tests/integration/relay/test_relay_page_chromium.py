@@ -152,3 +152,79 @@ def test_page_streams_pcm_from_relay_and_schedules_it_with_web_audio(stack: Stac
     assert stats["scheduledUntil"] >= stats["bytes"] / 2 / 24000  # queued audio covers all of it
     assert stats["firstAudioMs"] is not None and 0 <= stats["firstAudioMs"] < 5000
     assert stats["closeCode"] == 1000
+
+
+def _open_url(stack: Stack, tmp_path: Path, token: str) -> str:
+    """The URL `omnireel tts --open` hands the browser (the real CLI, a recorder as $BROWSER)."""
+    import os
+    import sys
+
+    seen = tmp_path / "url.txt"
+    recorder = tmp_path / "browser.sh"
+    recorder.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
+    recorder.chmod(0o755)
+    script = Path(sys.executable).parent / "omnireel"
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    result = subprocess.run(
+        [*argv, "tts", "--open", "--url", stack.relay_ws, "--token", token],
+        env={**os.environ, "BROWSER": f"{recorder} %s"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return seen.read_text()
+
+
+async def _load(cdp: CDP, url: str) -> None:
+    await cdp.call("Page.enable")
+    await cdp.call("Page.navigate", url=url)
+    await cdp.wait_for("document.readyState === 'complete' && typeof window.omnireelStats === 'object'", timeout=10)
+
+
+def test_page_opened_by_tts_open_takes_the_token_from_the_fragment(stack: Stack, chromium: str, tmp_path: Path) -> None:
+    url = _open_url(stack, tmp_path, TOKEN)
+    assert url.startswith(stack.relay_http + "/#token=") and "?" not in url  # nothing token-like in the request
+
+    async def main() -> dict[str, Any]:
+        async with connect(chromium, max_size=None, open_timeout=10, close_timeout=2) as ws:
+            cdp = CDP(ws)
+            await _load(cdp, url)
+            out = {
+                "hash": await cdp.eval("location.hash"),  # taken out of the address bar once read
+                "filled": await cdp.eval(f"document.getElementById('token').value === {json.dumps(TOKEN)}"),
+            }
+            await cdp.eval("document.getElementById('speak').click()", gesture=True)  # nobody typed the token
+            await cdp.wait_for("window.omnireelStats.events.includes('session.done')", timeout=20)
+            out["stats"] = json.loads(await cdp.eval("JSON.stringify(window.omnireelStats)"))
+            return out
+
+    out = run(main(), timeout=60)
+    assert out["hash"] == "" and out["filled"] is True
+    assert out["stats"]["errors"] == [] and out["stats"]["authError"] is None
+    assert out["stats"]["chunks"] >= 5
+
+
+@pytest.mark.parametrize("token", ["wrong-token-0123456789", ""])
+def test_page_says_when_the_token_is_refused_and_where_it_comes_from(
+    stack: Stack, chromium: str, tmp_path: Path, token: str
+) -> None:
+    async def main() -> dict[str, Any]:
+        async with connect(chromium, max_size=None, open_timeout=10, close_timeout=2) as ws:
+            cdp = CDP(ws)
+            await _load(cdp, stack.relay_http + "/")
+            await cdp.eval(f"document.getElementById('token').value = {json.dumps(token)}")
+            await cdp.eval("document.getElementById('speak').click()", gesture=True)
+            await cdp.wait_for("window.omnireelStats.authError !== null", timeout=10)
+            return {
+                "status": await cdp.eval("document.getElementById('status').textContent"),
+                "visible": await cdp.eval("getComputedStyle(document.getElementById('status')).display !== 'none'"),
+                "connected": await cdp.eval("window.omnireelStats.connected"),
+                "events": await cdp.eval("window.omnireelStats.events.length"),
+            }
+
+    out = run(main(), timeout=60)
+    expected = "refused this token (HTTP 401)" if token else "Enter the relay token"
+    assert expected in out["status"], out
+    assert "omnireel tts --open" in out["status"] and "RelayTokenSecretArn" in out["status"]
+    assert out["visible"] is True and out["connected"] is False and out["events"] == 0

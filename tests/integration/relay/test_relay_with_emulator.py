@@ -4,15 +4,20 @@ REAL container emulator process (``python -m omnireel_local.emulator``, PCM pace
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import selectors
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.integration.relay.relay_stack import Stack, emulator_and_relay
+from tests.integration.relay.relay_stack import Stack, emulator_and_relay, free_port, stop_process
 from tests.unit.relay.relay_harness import TOKEN, run
 
 RTF = 4.0
@@ -95,3 +100,67 @@ def test_relay_rejects_missing_token_before_reaching_emulator(stack: Stack) -> N
         assert info.value.response.status_code == 401
 
     run(main(), timeout=15)
+
+
+@contextlib.contextmanager
+def _tts_proxy(stack: Stack, token: str) -> Iterator[str]:
+    """`omnireel tts-proxy` (the real CLI) on a free loopback port; yields its WebSocket URL once it listens."""
+    port = free_port()
+    script = Path(sys.executable).parent / "omnireel"
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    proc = subprocess.Popen(
+        [*argv, "tts-proxy", "--listen", f"127.0.0.1:{port}", "--url", stack.relay_ws, "--token", token],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        assert selector.select(timeout=30), "tts-proxy printed nothing within 30 s"
+        line = proc.stdout.readline()
+        assert line.startswith(f"forwarding ws://127.0.0.1:{port}/v1/audio/speech/stream"), line
+        yield f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
+    finally:
+        stop_process(proc)  # type: ignore[arg-type]
+
+
+def test_header_less_client_through_tts_proxy(stack: Stack) -> None:
+    """The stock vLLM-Omni example client's call, `websockets.connect(url)` with nothing else, through the proxy."""
+
+    async def main(url: str) -> None:
+        async with connect(url, open_timeout=5, close_timeout=2) as ws:
+            await ws.send(json.dumps(CONFIG))
+            frames, _ = await _utterance(ws, "No headers here. The proxy adds the token on its own connection.")
+            _check_utterance(frames, 0)
+            await ws.send(json.dumps({"type": "session.close"}))
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 5)
+            assert ws.close_code == 1000  # the relay's close, passed on
+
+    with _tts_proxy(stack, TOKEN) as url:
+        run(main(url), timeout=45)
+
+
+def test_tts_proxy_reports_a_refused_token_as_a_close_reason(stack: Stack) -> None:
+    async def main(url: str) -> None:
+        async with connect(url, open_timeout=5, close_timeout=2) as ws:
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+            assert ws.close_code == 1008 and ws.close_reason == "relay refused: HTTP 401"
+
+    with _tts_proxy(stack, "wrong-token-0123456789") as url:
+        run(main(url), timeout=30)
+
+
+def test_tts_proxy_binds_to_loopback_only() -> None:
+    script = Path(sys.executable).parent / "omnireel"
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    result = subprocess.run(
+        [*argv, "tts-proxy", "--listen", "0.0.0.0:8091", "--url", "ws://127.0.0.1:1/x", "--token", "t"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2 and "loopback only" in result.stderr

@@ -100,7 +100,20 @@ def test_speech_error_fault_on_websocket(make_client):
             types.append(event["type"])
             if event["type"] == "audio.done":
                 assert event["error"] is True and event["total_bytes"] == 0
+            if event["type"] == "session.done":  # vLLM-Omni 0.26.0 counts the failed sentence
+                assert event["total_sentences"] == 1
     assert types == ["audio.start", "error", "audio.done", "session.done"]
+
+
+def test_speech_throttle_on_websocket_is_a_failed_sentence(make_client):
+    client = make_client(faults={"speech": {"throttle_rate": 1}})
+    with client.websocket_connect("/v1/audio/speech/stream") as ws:
+        ws.send_text(json.dumps(PCM))
+        ws.send_text(json.dumps({"type": "input.text", "text": "hello"}))
+        ws.send_text(json.dumps({"type": "input.done"}))
+        received = [json.loads(ws.receive_text()) for _ in range(4)]
+    assert [e["type"] for e in received] == ["audio.start", "error", "audio.done", "session.done"]
+    assert received[2]["error"] is True and received[3]["total_sentences"] == 1
 
 
 def test_faults_are_deterministic_with_a_seed(make_client):

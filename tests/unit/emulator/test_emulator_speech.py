@@ -51,6 +51,7 @@ def test_streamed_pcm_event_order_and_bytes(make_client):
             "sentence_text": "Hello there, this is the emulator speaking.",
             "format": "pcm",
             "sample_rate": 24000,
+            "channels": 1,
         }
         assert order[0] == "audio.start" and order[-2:] == ["audio.done", "session.done"]
         assert set(order[1:-2]) == {"binary"} and len(frames) > 1
@@ -151,13 +152,14 @@ def test_errors_after_config_are_survivable(client):
         assert "too large" in json.loads(ws.receive_text())["message"]
         ws.send_text(json.dumps({"type": "nope"}))
         assert "Unknown message type" in json.loads(ws.receive_text())["message"]
-        ws.send_text(json.dumps({"type": "input.done"}))
-        assert "empty" in json.loads(ws.receive_text())["message"]
+        ws.send_text(json.dumps({"type": "input.done"}))  # an empty flush: answered like vLLM-Omni 0.26.0
+        assert json.loads(ws.receive_text()) == {"type": "session.done", "utterance_index": 0, "total_sentences": 0}
         ws.send_text(json.dumps({"type": "input.text", "text": "buffered"}))
         ws.send_text(json.dumps(PCM_CONFIG))
         assert "buffered" in json.loads(ws.receive_text())["message"]
         events, frames, _ = utterance(ws, " and more")
         assert events[0]["sentence_text"] == "buffered and more"
+        assert events[0]["utterance_index"] == events[-1]["utterance_index"] == 1  # the empty flush counted
         assert events[1]["total_bytes"] == sum(len(f) for f in frames) > 0
 
 
@@ -228,3 +230,18 @@ def test_http_speech(client):
     )
     voices = client.get("/v1/audio/voices").json()
     assert "Vivian" in voices["voices"] and voices["uploaded_voices"] == []
+
+
+@pytest.mark.parametrize("value", ["sentence", "clause", "paragraph"])
+def test_split_granularity_other_than_none_is_refused_clearly(client, value):
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(json.dumps({**PCM_CONFIG, "split_granularity": value}))
+        message = json.loads(ws.receive_text())["message"]
+        assert "split_granularity" in message and "not supported" in message and "0.26.0" in message
+
+
+def test_split_granularity_none_is_accepted(client):
+    with client.websocket_connect(WS) as ws:
+        ws.send_text(json.dumps({**PCM_CONFIG, "split_granularity": "none"}))
+        events, frames, _ = utterance(ws, "One request. Even with two sentences.")
+        assert [e["type"] for e in events] == ["audio.start", "audio.done", "session.done"] and frames

@@ -6,7 +6,9 @@ It follows the event protocol of vLLM-Omni 0.26.0 (contracts §3a): per ``input.
 number (per connection) so receivers can detect dropped or reordered chunks.
 
 Test hooks in the utterance text: ``DROP`` aborts the TCP connection after two chunks, ``FLOOD`` streams
-``flood_chunks`` chunks without pacing, ``MODELERR`` sends a JSON ``error`` event instead of audio.
+``flood_chunks`` chunks without pacing, ``MODELERR`` sends a JSON ``error`` event instead of audio, ``STALL`` sends
+``audio.start`` and then nothing (a server that hangs mid-utterance). An empty flush is answered as vLLM-Omni 0.26.0
+answers it: ``session.done`` with ``total_sentences: 0`` and no audio.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ class FakeTTS:
     server: Server | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self.server = await serve(self._handler, host, port, max_size=8 * 1024 * 1024, compression=None)
+        self.server = await serve(
+            self._handler, host, port, max_size=8 * 1024 * 1024, compression=None, close_timeout=1
+        )
         port = self.server.sockets[0].getsockname()[1]
         return f"ws://{host}:{port}/v1/audio/speech/stream"
 
@@ -77,6 +81,9 @@ class FakeTTS:
             return
 
     async def _utterance(self, ws: ServerConnection, config: dict[str, object], text: str, index: int, seq: int) -> int:
+        if not text.strip():
+            await ws.send(json.dumps({"type": "session.done", "utterance_index": index, "total_sentences": 0}))
+            return seq
         if "MODELERR" in text:
             await ws.send(json.dumps({"type": "error", "message": "model failed on this text"}))
             return seq
@@ -91,6 +98,9 @@ class FakeTTS:
         if config.get("stream_audio") and fmt == "pcm":
             start["sample_rate"] = 24000
         await ws.send(json.dumps(start))
+        if "STALL" in text:
+            await ws.wait_closed()
+            return seq
         if self.first_chunk_delay:
             await asyncio.sleep(self.first_chunk_delay)
         total = 0

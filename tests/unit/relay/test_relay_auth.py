@@ -73,3 +73,29 @@ def test_authenticator_constant_time_compare_semantics() -> None:
     assert auth.check(None, ["omnireel.v1", "omnireel.bearer.s3cret-token-abcdef"])
     with pytest.raises(RuntimeError):
         Authenticator("")
+
+
+@pytest.mark.parametrize(("token", "status"), [(TOKEN, 204), (None, 401), ("wrong-token-0123456789", 401)])
+def test_auth_check_route_tells_the_page_whether_its_token_is_accepted(token: str | None, status: int) -> None:
+    """The relay page asks this before opening its WebSocket (which would only report close 1006)."""
+    import asyncio
+    import urllib.error
+    import urllib.request
+
+    async def main() -> None:
+        async with relay_stack() as (server, fake):
+
+            def get() -> int:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                url = f"http://127.0.0.1:{server.port}/auth/check"
+                request = urllib.request.Request(url, headers=headers)
+                try:
+                    with urllib.request.urlopen(request, timeout=5) as r:  # noqa: S310 - loopback test
+                        return r.status
+                except urllib.error.HTTPError as e:
+                    return e.code
+
+            assert await asyncio.to_thread(get) == status
+            assert fake.connections == 0
+
+    run(main())

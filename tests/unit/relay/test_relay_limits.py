@@ -88,6 +88,49 @@ def test_invalid_events_get_error_events_and_are_not_forwarded() -> None:
     run(main())
 
 
+def test_oversized_client_values_are_neither_echoed_nor_logged_whole(caplog) -> None:  # type: ignore[no-untyped-def]
+    """A 3 MB ``type`` (under the 4 MiB frame limit) used to come back as a 3 MB error event and a 3 MB log line."""
+    from omnireel_relay.logging import JsonFormatter
+
+    huge = "x" * 3_000_000
+
+    async def main() -> None:
+        async with relay_stack() as (server, fake):
+            ws = await open_client(server, max_size=None)
+            await ws.send(json.dumps(CONFIG))
+            for bad in ({"type": huge}, {"type": "input.text", "text": 7, "junk": huge}, {"type": huge + "\u00e9"}):
+                await ws.send(json.dumps(bad))
+                reply = await asyncio.wait_for(ws.recv(), 10)
+                assert len(reply) < 2048, len(reply)
+                err = json.loads(reply)
+                assert err["type"] == "error" and err["code"] in ("unknown_event", "invalid_event")
+            assert "(3000000 characters)" in json.loads(reply)["message"] or "3000001" in json.loads(reply)["message"]
+            assert events(await speak(ws, "still alive"))[-1] == "session.done"
+            assert [json.loads(m)["type"] for m in fake.received] == ["session.config", "input.text", "input.done"]
+            await ws.close()
+
+    with caplog.at_level("DEBUG"):
+        run(main())
+    formatter = JsonFormatter()
+    lines = [formatter.format(record) for record in caplog.records]
+    assert lines and max(len(line) for line in lines) < 8192, max(len(line) for line in lines)
+
+
+def test_json_log_lines_cap_every_value() -> None:
+    import logging
+
+    from omnireel_relay.logging import JsonFormatter
+
+    record = logging.LogRecord("relay", logging.INFO, __file__, 1, "m" * 100_000, (), None)
+    record.error = "e" * 100_000
+    record.items = ["i" * 100_000] * 1000
+    line = JsonFormatter().format(record)
+    assert len(line) < 300_000 and '"(100000 characters)' not in line
+    out = json.loads(line)
+    assert out["msg"].endswith("... (100000 characters)") and out["error"].endswith("... (100000 characters)")
+    assert out["items"][-1] == "... (1000 items)" and len(out["items"]) == 101
+
+
 def test_session_time_limit_sends_error_then_closes_1008() -> None:
     async def main() -> None:
         async with relay_stack(max_session_seconds=0.5) as (server, _):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import struct
+import urllib.error
 import urllib.request
 
 from tests.unit.relay.fake_tts_upstream import FakeTTS
-from tests.unit.relay.relay_harness import CONFIG, events, open_client, relay_stack, run, speak
+from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, relay_stack, run, speak
 
 
 def test_event_order_sample_rate_total_bytes_and_several_utterances_per_socket() -> None:
@@ -101,13 +102,21 @@ def test_healthz_metrics_and_index_page() -> None:
             await speak(ws, "measure me")
             base = f"http://127.0.0.1:{server.port}"
 
-            def get(path: str) -> tuple[int, str, str]:
-                with urllib.request.urlopen(base + path, timeout=5) as r:  # noqa: S310 - loopback test
-                    return r.status, r.headers["Content-Type"], r.read().decode()
+            def get(path: str, token: str | None = None) -> tuple[int, str, str]:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                request = urllib.request.Request(base + path, headers=headers)  # noqa: S310 - loopback test
+                try:
+                    with urllib.request.urlopen(request, timeout=5) as r:  # noqa: S310 - loopback test
+                        return r.status, r.headers["Content-Type"], r.read().decode()
+                except urllib.error.HTTPError as e:
+                    return e.code, e.headers["Content-Type"], e.read().decode()
 
-            status, _, body = await asyncio.to_thread(get, "/healthz")
+            status, _, body = await asyncio.to_thread(get, "/healthz")  # open: the ALB health check has no token
             assert status == 200 and json.loads(body)["status"] == "ok"
-            status, ctype, body = await asyncio.to_thread(get, "/metrics")
+            for token in (None, "wrong-token-0123456789"):  # /metrics is not public
+                status, _, body = await asyncio.to_thread(get, "/metrics", token)
+                assert status == 401 and "omnireel_relay" not in body
+            status, ctype, body = await asyncio.to_thread(get, "/metrics", TOKEN)
             assert status == 200 and ctype.startswith("text/plain")
             assert "omnireel_relay_active_sessions 1" in body
             assert "omnireel_relay_time_to_first_audio_seconds_count 1" in body
@@ -117,5 +126,21 @@ def test_healthz_metrics_and_index_page() -> None:
             assert status == 200 and ctype.startswith("text/html")
             assert "AudioContext" in body and "omnireel.bearer." in body
             await ws.close()
+
+    run(main())
+
+
+def test_metrics_can_be_made_public_explicitly() -> None:
+    async def main() -> None:
+        import asyncio
+
+        async with relay_stack(metrics_public=True) as (server, _):
+
+            def get() -> int:
+                url = f"http://127.0.0.1:{server.port}/metrics"
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    return r.status
+
+            assert await asyncio.to_thread(get) == 200
 
     run(main())

@@ -327,3 +327,22 @@ def test_botocore_resolver_refreshes_instead_of_freezing() -> None:
 
     first, second = run(main())
     assert first != second and second.startswith("AKIA")
+
+
+def test_payload_data_type_is_compared_case_insensitively() -> None:
+    """The AWS sample client treats any casing of "UTF8" as a text frame (``data_type.upper() != "UTF8"``)."""
+    from omnireel_relay.upstream_sagemaker import SageMakerUpstream
+
+    async def main() -> None:
+        receiver = FakeReceiver()
+        upstream = SageMakerUpstream(stream=None, receiver=receiver)
+        for data_type in ("UTF8", "utf8", "Utf8"):
+            await receiver.events.put(_part(b'{"type": "audio.done"}', data_type))
+            assert await upstream.receive() == '{"type": "audio.done"}'
+        await receiver.events.put(_part(b"\x01\x02", "BINARY"))
+        assert await upstream.receive() == b"\x01\x02"
+        await receiver.events.put(_part(b'{"type": "session', "utf8", "PARTIAL"))
+        await receiver.events.put(_part(b'.done"}', "utf8"))
+        assert await upstream.receive() == '{"type": "session.done"}'
+
+    run(main())

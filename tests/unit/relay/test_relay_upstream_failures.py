@@ -64,3 +64,52 @@ def test_client_disconnect_closes_the_upstream() -> None:
                     await asyncio.sleep(0.01)
 
     run(main())
+
+
+def test_upstream_silent_mid_utterance_ends_the_session_with_1011_but_idle_sessions_stay() -> None:
+    """No WebSocket pings upstream (a busy uvicorn never answers them): a hung server is caught by the progress
+    timeout instead, and only while an utterance is in flight."""
+
+    async def main() -> None:
+        async with relay_stack(upstream_progress_timeout=0.5) as (server, _):
+            ws = await open_client(server)
+            await ws.send(json.dumps(CONFIG))
+            assert events(await speak(ws, "first"))[-1] == "session.done"
+            idle_until = asyncio.get_running_loop().time() + 1.5  # idle for 3x the timeout: must not trip
+            while asyncio.get_running_loop().time() < idle_until:
+                await asyncio.sleep(0.1)
+            assert ws.close_code is None and server.metrics.errors == {}
+            assert events(await speak(ws, "second"))[-1] == "session.done"
+            await ws.send(json.dumps({"type": "input.text", "text": "STALL now"}))
+            await ws.send(json.dumps({"type": "input.done"}))
+            frames = await frames_until_closed(ws)
+            assert events(frames) == ["audio.start", "error"]
+            err = json.loads(frames[-1])
+            assert err["code"] == "upstream_stalled" and "sent nothing for 0.5 s" in err["message"]
+            assert ws.close_code == 1011
+            assert server.metrics.errors["upstream_stalled"] == 1
+
+    run(main())
+
+
+def test_websocket_upstream_sends_no_keepalive_pings_and_uses_tcp_keepalive() -> None:
+    import socket as socketlib
+
+    from omnireel_relay.upstream_websocket import WebSocketUpstreamFactory
+    from tests.unit.relay.fake_tts_upstream import FakeTTS
+
+    async def main() -> None:
+        fake = FakeTTS()
+        url = await fake.start()
+        try:
+            upstream = await WebSocketUpstreamFactory(url).open("s1")
+            ws = upstream._ws
+            assert ws.ping_interval is None
+            sock = ws.transport.get_extra_info("socket")
+            assert sock.getsockopt(socketlib.SOL_SOCKET, socketlib.SO_KEEPALIVE) == 1
+            assert sock.getsockopt(socketlib.IPPROTO_TCP, socketlib.TCP_KEEPIDLE) == 30
+            await upstream.close()
+        finally:
+            await fake.stop()
+
+    run(main())

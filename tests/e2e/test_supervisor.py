@@ -1,0 +1,64 @@
+"""The local stack's supervisor restarts a container emulator that died (bounded, logged), and `local status` says
+when one stays dead (issue 10, item 5)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from omnireel_local import home as homedir
+from omnireel_local.stack import MAX_RESTARTS
+
+from .conftest import start_stack, stop_stack
+
+pytestmark = pytest.mark.e2e
+
+
+def _wait_for(what: str, check, timeout: float = 40.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _pinged(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/ping", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_path: Path) -> None:
+    stack = start_stack(tmp_path / "home", "--no-relay")
+    try:
+        model, url = sorted(stack.state()["emulators"].items())[0]
+        name = f"emulator-{model}"
+        for restart in range(1, MAX_RESTARTS + 1):
+            pid = int(stack.state()["child_pids"][name])
+            os.kill(pid, signal.SIGKILL)
+            new_pid = _wait_for(
+                f"{name} restart {restart}",
+                lambda pid=pid: (p := stack.state().get("child_pids", {}).get(name)) and int(p) != pid and int(p),
+            )
+            assert homedir.pid_is_ours(int(new_pid), "omnireel_local.emulator")
+            _wait_for(f"{name} answering /ping on the same port", lambda: _pinged(url))
+            status = stack.cli("local", "status", check=True).stdout
+            assert f"({model}, restarted {restart} time(s))" in status, status
+        log = (stack.home / "logs" / "stack.log").read_text()
+        assert f"restarting it ({MAX_RESTARTS}/{MAX_RESTARTS})" in log
+        os.kill(int(stack.state()["child_pids"][name]), signal.SIGKILL)  # past the budget: stays dead
+        _wait_for(f"{name} recorded dead", lambda: name in stack.state().get("supervision", {}).get("dead", {}))
+        status = stack.cli("local", "status", check=True).stdout
+        assert f"({model}, DEAD: exited with code -9, not restarted after {MAX_RESTARTS} restart(s))" in status
+        assert not _pinged(url)
+    finally:
+        left = stop_stack(stack)
+    assert left == []
