@@ -286,6 +286,8 @@ def resource_arn(
         for field in ("stateMachineArn", "executionArn", "mapRunArn"):
             if payload.get(field):
                 return str(payload[field])
+        if operation == "CreateStateMachine" and payload.get("name"):  # AWS authorises it on the new machine's ARN
+            return f"arn:aws:states:{region}:{account}:stateMachine:{payload['name']}"
     elif service == "sns":
         topic = _param(data, "TopicArn") or _json(body).get("TopicArn")
         if topic:

@@ -94,7 +94,7 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                 "Sid": "DropPromptsAndReadOutputs",
                 "Effect": "Allow",
                 "Action": [
-                    "s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject",
+                    "s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion",
                     "s3:GetObjectTagging", "s3:GetObjectVersionTagging",
                 ],
                 "Resource": f"arn:aws:s3:::{scoped}/*",
@@ -106,6 +106,25 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                 "Resource": f"arn:aws:s3:::{scoped}",
             },
             {"Sid": "ListBuckets", "Effect": "Allow", "Action": "s3:ListAllMyBuckets", "Resource": "*"},
+            {
+                "Sid": "ScratchStateMachines",
+                "Effect": "Allow",
+                "Action": [
+                    "states:CreateStateMachine", "states:DeleteStateMachine", "states:StartExecution",
+                    "states:StopExecution", "states:Describe*", "states:List*",
+                ],
+                "Resource": [
+                    arn.format("states", f"stateMachine:{stack}-scratch-*"),
+                    arn.format("states", f"execution:{stack}-scratch-*"),
+                ],
+            },
+            {
+                "Sid": "ScratchBuckets",
+                "Effect": "Allow",
+                "Action": "s3:*",
+                # Buckets a developer creates for experiments next to the stack (``<stack>-scratch-*``).
+                "Resource": [f"arn:aws:s3:::{stack}-scratch-*", f"arn:aws:s3:::{stack}-scratch-*/*"],
+            },
             {
                 "Sid": "CallTheHttpApi",
                 "Effect": "Allow",
@@ -132,7 +151,9 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                 "Sid": "InspectTheStack",
                 "Effect": "Allow",
                 "Action": [
+                    # DeleteItem: a developer may remove a job record as DynamoDB TTL would (to replay an expired key)
                     "dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:DescribeTable",
+                    "dynamodb:DeleteItem",
                     "states:Describe*", "states:List*", "states:GetExecutionHistory",
                     "lambda:GetFunction", "lambda:GetFunctionConfiguration", "lambda:UpdateFunctionConfiguration",
                     "sagemaker:Describe*", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",

@@ -115,7 +115,9 @@ class JobEvents:
 
     def __init__(self, stack):  # type: ignore[no-untyped-def]
         self.sqs, self.sns = aws_client(stack, "sqs"), aws_client(stack, "sns")
-        self.url = self.sqs.create_queue(QueueName=f"e2e-events-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        self.url = self.sqs.create_queue(QueueName=f"omnireel-e2e-events-{uuid.uuid4().hex[:10]}")[
+            "QueueUrl"
+        ]  # omnireel-*: the developer's
         arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         topic = stack.outputs["OMNIREEL_JOB_EVENTS_TOPIC_ARN"]
         self.subscription = self.sns.subscribe(

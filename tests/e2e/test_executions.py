@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from omnireel_local import home as homedir
 
 from .conftest import LocalStack, start_stack, stop_stack
+from .helpers import aws_client
 
 pytestmark = pytest.mark.e2e
 
@@ -29,15 +29,8 @@ DEADLINE_S = 10  # JobDeadlineSeconds of the safety-net stack (the local default
 
 
 def aws(stack: LocalStack, service: str) -> Any:
-    state = stack.state()
-    return boto3.client(service, endpoint_url=state["endpoint_url"], region_name=state["region"], **_credentials())
-
-
-def _credentials() -> dict[str, str]:
-    return {
-        "aws_access_key_id": homedir.CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        "aws_secret_access_key": homedir.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    }
+    """A client as the local developer (`omnireel local env`): the local AWS enforces IAM."""
+    return aws_client(stack, service)
 
 
 def resource(stack: LocalStack, logical: str) -> str:
@@ -79,12 +72,12 @@ def test_step_functions_execution_names_stay_taken_after_the_execution_closes(st
     role_arn = f"arn:aws:iam::{homedir.ACCOUNT_ID}:role/{role}"
     suffix = str(int(time.time() * 1000))
     waiting = sfn.create_state_machine(
-        name=f"names-wait-{suffix}",
+        name=f"{homedir.STACK_NAME}-scratch-names-wait-{suffix}",
         roleArn=role_arn,
         definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 300, "End": True}}}),
     )["stateMachineArn"]
     quick = sfn.create_state_machine(
-        name=f"names-pass-{suffix}",
+        name=f"{homedir.STACK_NAME}-scratch-names-pass-{suffix}",
         roleArn=role_arn,
         definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}),
     )["stateMachineArn"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
+from omnireel_local import home as homedir
 from tests.integration.relay.relay_stack import stop_process
 
 from .conftest import ROOT, LocalStack, cli_command
@@ -113,6 +114,11 @@ def test_drop_wait_follows_its_own_upload_when_the_key_is_overwritten(stack: Loc
     assert f"(version {job['source_version']['version_id']})" in err
 
 
+# Scratch buckets: the developer identity may create and manage buckets named <stack>-scratch-* (identities.py).
+VERSIONED = f"{homedir.STACK_NAME}-scratch-versioned"
+UNVERSIONED = f"{homedir.STACK_NAME}-scratch-unversioned"
+
+
 def _notified(sqs, queue_url: str, timeout: float = 30) -> dict:  # type: ignore[no-untyped-def]
     """The next ObjectCreated record S3 sent to this queue (bounded wait)."""
     deadline = time.monotonic() + timeout
@@ -127,9 +133,9 @@ def _notified(sqs, queue_url: str, timeout: float = 30) -> dict:  # type: ignore
 
 def test_the_local_stack_answers_versioned_s3_requests_as_aws_does(stack: LocalStack) -> None:
     s3, sqs = aws_client(stack, "s3"), aws_client(stack, "sqs")
-    queue = sqs.create_queue(QueueName="e2e-s3-notifications")["QueueUrl"]
+    queue = sqs.create_queue(QueueName="omnireel-e2e-s3-notifications")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    for bucket, versioned in (("e2e-versioned", True), ("e2e-unversioned", False)):
+    for bucket, versioned in ((VERSIONED, True), (UNVERSIONED, False)):
         s3.create_bucket(Bucket=bucket)
         if versioned:
             s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -142,14 +148,14 @@ def test_the_local_stack_answers_versioned_s3_requests_as_aws_does(stack: LocalS
         # The event names the upload as AWS does: versionId only for a versioning-enabled bucket, eTag unquoted.
         assert notified["eTag"] == put["ETag"].strip('"') and notified["size"] == 5 and notified["sequencer"]
         assert notified.get("versionId") == (put["VersionId"] if versioned else None), notified
-    first = s3.put_object(Bucket="e2e-versioned", Key="x.txt", Body=b"a")
-    s3.put_object(Bucket="e2e-versioned", Key="x.txt", Body=b"b")
-    assert s3.get_object(Bucket="e2e-versioned", Key="x.txt", VersionId=first["VersionId"])["Body"].read() == b"a"
-    s3.delete_object(Bucket="e2e-versioned", Key="x.txt", VersionId=first["VersionId"])
+    first = s3.put_object(Bucket=VERSIONED, Key="x.txt", Body=b"a")
+    s3.put_object(Bucket=VERSIONED, Key="x.txt", Body=b"b")
+    assert s3.get_object(Bucket=VERSIONED, Key="x.txt", VersionId=first["VersionId"])["Body"].read() == b"a"
+    s3.delete_object(Bucket=VERSIONED, Key="x.txt", VersionId=first["VersionId"])
     cases = [
-        ({"Bucket": "e2e-versioned", "VersionId": first["VersionId"]}, 404, "NoSuchVersion"),  # a deleted version
-        ({"Bucket": "e2e-versioned", "VersionId": "not a version id"}, 400, "InvalidArgument"),  # malformed
-        ({"Bucket": "e2e-unversioned", "IfMatch": first["ETag"]}, 412, "PreconditionFailed"),  # another upload's ETag
+        ({"Bucket": VERSIONED, "VersionId": first["VersionId"]}, 404, "NoSuchVersion"),  # a deleted version
+        ({"Bucket": VERSIONED, "VersionId": "not a version id"}, 400, "InvalidArgument"),  # malformed
+        ({"Bucket": UNVERSIONED, "IfMatch": first["ETag"]}, 412, "PreconditionFailed"),  # another upload's ETag
     ]
     for arguments, status, code in cases:
         with pytest.raises(ClientError) as raised:

@@ -612,3 +612,11 @@ def test_relay_may_invoke_only_the_tts_endpoint(cfn: dict[str, Any]) -> None:
         "sagemaker:InvokeEndpointWithBidirectionalStream",
     ]
     assert statements[0]["Resource"] == {"Ref": "TtsEndpoint"}
+
+
+def test_the_inbox_function_may_list_its_prompts_so_a_vanished_version_is_a_404(cfn: dict[str, Any]) -> None:
+    """Without s3:ListBucket a read of a deleted version answers 403: the job would never get its job.failed."""
+    listing = [s for s in _role_statements(cfn, "InboxFunctionRole") if s["Action"] == "s3:ListBucket"]
+    assert len(listing) == 1
+    assert listing[0]["Condition"] == {"StringLike": {"s3:prefix": "prompts/*"}}
+    assert listing[0]["Resource"]["Fn::Sub"].endswith("-inbox-${AWS::AccountId}-${AWS::Region}")
