@@ -60,8 +60,12 @@ class LineReader:
         return None
 
 
-def drain_events_until(stack, predicate, timeout: float = 30) -> dict | None:
-    """Consume `omnireel events --json` batches until an event matches (bounded)."""
+def drain_events_until(stack, predicate, timeout: float = 90) -> dict | None:
+    """Consume `omnireel events --json` batches until an event matches (bounded).
+
+    The bound covers SQS semantics: a consumer stopped during a long poll (another test's `events --follow`) may
+    still take the next message, which then stays invisible for the queue's visibility timeout (30 s) after its
+    20 s poll."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = stack.cli("events", "--json", timeout=60)
