@@ -328,6 +328,13 @@ def resource_arn(
         user = _param(data, "UserName")
         if user:
             return f"arn:aws:iam::{account}:user/{user}"
+        role = _param(data, "RoleName")
+        if role:  # the role's path is known only when the call names it (CreateRole)
+            return f"arn:aws:iam::{account}:role{_param(data, 'Path') or '/'}{role}"
+    elif service == "sts":
+        role_arn = _param(data, "RoleArn")
+        if role_arn:
+            return str(role_arn)
     return "*"
 
 

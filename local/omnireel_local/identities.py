@@ -107,6 +107,21 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
             },
             {"Sid": "ListBuckets", "Effect": "Allow", "Action": "s3:ListAllMyBuckets", "Resource": "*"},
             {
+                "Sid": "ScratchPrincipals",
+                "Effect": "Allow",
+                # Other callers for multi-caller experiments (two keys, two sessions of one role). A scratch principal
+                # may be given any policy: the local stack is a test harness, not a security boundary.
+                "Action": [
+                    "iam:CreateUser", "iam:DeleteUser", "iam:CreateAccessKey", "iam:DeleteAccessKey",
+                    "iam:PutUserPolicy", "iam:DeleteUserPolicy", "iam:CreateRole", "iam:DeleteRole",
+                    "iam:PutRolePolicy", "iam:DeleteRolePolicy", "sts:AssumeRole",
+                ],
+                "Resource": [
+                    f"arn:aws:iam::{account}:user/{stack}-scratch-*",
+                    f"arn:aws:iam::{account}:role/*{stack}-scratch-*",
+                ],
+            },
+            {
                 "Sid": "ScratchStateMachines",
                 "Effect": "Allow",
                 "Action": [

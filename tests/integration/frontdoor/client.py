@@ -131,7 +131,7 @@ def invoke_policy(state: dict[str, Any]) -> str:
 def new_user(state: dict[str, Any], *, may_invoke: bool = True) -> tuple[str, Credentials]:
     """An IAM user of the local AWS with an access key (and, unless told otherwise, execute-api:Invoke)."""
     iam = aws(state, "iam")
-    name = f"fd-user-{uuid.uuid4().hex[:10]}"
+    name = f"{homedir.STACK_NAME}-scratch-fd-user-{uuid.uuid4().hex[:10]}"  # the developer's scratch principals
     arn = iam.create_user(UserName=name)["User"]["Arn"]
     if may_invoke:
         iam.put_user_policy(UserName=name, PolicyName="invoke", PolicyDocument=invoke_policy(state))
@@ -145,7 +145,7 @@ def new_role(state: dict[str, Any]) -> str:
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
     }
-    name = f"fd-app-{uuid.uuid4().hex[:10]}"
+    name = f"{homedir.STACK_NAME}-scratch-fd-app-{uuid.uuid4().hex[:10]}"
     arn = iam.create_role(RoleName=name, Path="/apps/", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
     iam.put_role_policy(RoleName=name, PolicyName="invoke", PolicyDocument=invoke_policy(state))
     return arn

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from omnireel.job import job_id_of_execution
 from omnireel_cli import jobs
 from omnireel_cli.target import Target
 from tests.e2e.conftest import LocalStack
@@ -85,7 +86,8 @@ def test_a_retried_submit_after_a_lost_answer_is_one_job(
     keys = [f["headers"].get("Idempotency-Key") for f in lossy_api.forwarded]
     assert keys[0] and keys[0] == keys[1] == accepted["idempotency_key"]
     started = [e["name"] for e in executions(door_state) if e["name"] not in before]
-    assert started == [accepted["job_id"]], "one submit, one job"
+    # Each job record names its own execution (job id + suffix): one submit, one record, one execution.
+    assert [job_id_of_execution(name) for name in started] == [accepted["job_id"]], "one submit, one job"
 
 
 def test_submit_prints_its_key_and_honours_a_given_one(door_stack: LocalStack) -> None:
