@@ -17,7 +17,6 @@ The account root has no access key in moto, so root callers cannot be tested loc
 from __future__ import annotations
 
 import hmac
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,6 +25,8 @@ from typing import Any
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest, HTTPHeaders
 from botocore.credentials import Credentials
+
+from . import iam_policy
 
 SERVICE = "execute-api"
 ACTION = "execute-api:Invoke"
@@ -211,11 +212,13 @@ def _allowed(policies: list[Any], resource: str) -> bool:
     """IAM's rule over the identity policies: an explicit Deny wins, else some Allow is needed.
 
     moto's own evaluator is not used: it turns patterns into regular expressions without escaping them, so the ``$`` of
-    the ``$default`` stage in every execute-api ARN never matches. Conditions are not evaluated locally; to stay on the
-    strict side an Allow with a Condition allows nothing and a Deny with a Condition denies.
+    the ``$default`` stage in every execute-api ARN never matches; documents and wildcards are read by ``iam_policy``.
+    Conditions are not evaluated here; to stay on the strict side an Allow with a Condition allows nothing and a Deny
+    with a Condition denies.
     """
     allowed = False
-    for statement in (s for policy in policies for s in _statements(policy)):
+    statements = (s for policy in policies for s in iam_policy.as_list(iam_policy.document(policy).get("Statement")))
+    for statement in statements:
         if not (_matches(statement, "Action", ACTION, fold=True) and _matches(statement, "Resource", resource)):
             continue
         if statement.get("Effect") == "Deny":
@@ -224,31 +227,11 @@ def _allowed(policies: list[Any], resource: str) -> bool:
     return allowed
 
 
-def _statements(policy: Any) -> list[dict[str, Any]]:
-    if hasattr(policy, "versions"):  # a managed policy: its default version
-        document: Any = next(v.document for v in policy.versions if v.is_default)
-    elif isinstance(policy, dict):
-        document = policy.get("policy_document", policy)
-    else:
-        document = policy
-    if isinstance(document, str):
-        document = json.loads(document)
-    statements = document.get("Statement", [])
-    return [statements] if isinstance(statements, dict) else list(statements)
-
-
 def _matches(statement: dict[str, Any], element: str, value: str, fold: bool = False) -> bool:
     """``Action``/``NotAction`` (or ``Resource``/``NotResource``) of a statement against ``value``."""
     negated = f"Not{element}" in statement
-    patterns = statement.get(f"Not{element}" if negated else element, [])
-    patterns = [patterns] if isinstance(patterns, str) else patterns
-    hit = any(_glob(p.lower() if fold else p).fullmatch(value.lower() if fold else value) for p in patterns)
-    return hit != negated
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    """IAM wildcards: ``*`` any run of characters, ``?`` one character, everything else literal."""
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+    patterns = iam_policy.as_list(statement.get(f"Not{element}" if negated else element))
+    return any(iam_policy.wildcard(p, value, ignore_case=fold) for p in patterns) != negated
 
 
 def _stamp(moment: datetime) -> str:

@@ -30,7 +30,7 @@ log = logging.getLogger("omnireel_local.iam")
 ALLOW, DENY, NEUTRAL = "Allow", "Deny", "Neutral"
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
@@ -100,7 +100,7 @@ def _lookup(context: Mapping[str, Any], key: str) -> list[str] | None:
     lowered = key.lower()
     for name, value in context.items():
         if name.lower() == lowered:
-            return [str(v) for v in _as_list(value)]
+            return [str(v) for v in as_list(value)]
     return None
 
 
@@ -133,7 +133,7 @@ def _condition_holds(operator: str, key: str, expected: list[Any], context: Mapp
 def conditions_hold(condition: Mapping[str, Any] | None, context: Mapping[str, Any]) -> bool:
     for operator, keys in (condition or {}).items():
         for key, expected in (keys or {}).items():
-            if not _condition_holds(operator, key, _as_list(expected), context):
+            if not _condition_holds(operator, key, as_list(expected), context):
                 return False
     return True
 
@@ -145,7 +145,7 @@ def _principal_matches(spec: Any, principal: Principal | None) -> bool:
     if principal is None or not isinstance(spec, Mapping):
         return False
     for kind, values in spec.items():
-        for value in _as_list(values):
+        for value in as_list(values):
             value = str(value)
             if kind == "AWS":
                 if value == "*" or principal.matches_aws(value):
@@ -165,15 +165,15 @@ def statement_effect(
     resource_policy: bool = False,
 ) -> str:
     if "NotAction" in statement:
-        if any(wildcard(p, action, ignore_case=True) for p in _as_list(statement["NotAction"])):
+        if any(wildcard(p, action, ignore_case=True) for p in as_list(statement["NotAction"])):
             return NEUTRAL
-    elif not any(wildcard(p, action, ignore_case=True) for p in _as_list(statement.get("Action"))):
+    elif not any(wildcard(p, action, ignore_case=True) for p in as_list(statement.get("Action"))):
         return NEUTRAL
     if "NotResource" in statement:
-        if any(wildcard(p, resource) for p in _as_list(statement["NotResource"])):
+        if any(wildcard(p, resource) for p in as_list(statement["NotResource"])):
             return NEUTRAL
     elif "Resource" in statement:
-        if not any(wildcard(p, resource) for p in _as_list(statement["Resource"])):
+        if not any(wildcard(p, resource) for p in as_list(statement["Resource"])):
             return NEUTRAL
     elif not resource_policy:
         return NEUTRAL  # an identity policy statement without Resource is invalid; AWS rejects it at creation
@@ -206,7 +206,7 @@ def evaluate(
     """ALLOW, DENY (an explicit Deny matched) or NEUTRAL (nothing matched) for a set of policy documents."""
     result = NEUTRAL
     for document in documents:
-        for statement in _as_list(document.get("Statement")):
+        for statement in as_list(document.get("Statement")):
             effect = statement_effect(statement, action, resource, context, principal, resource_policy=resource_policy)
             if effect == DENY:
                 return DENY
