@@ -60,6 +60,17 @@ class LineReader:
         return None
 
 
+def wait_for(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` every 0.2 s until it returns something truthy (returned), or fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 def drain_events_until(stack, predicate, timeout: float = 90) -> dict | None:
     """Consume `omnireel events --json` batches until an event matches (bounded).
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from omnireel_local import home as homedir
 
 from .conftest import LocalStack, start_stack, stop_stack
-from .helpers import aws_client
+from .helpers import aws_client, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -35,16 +35,6 @@ def aws(stack: LocalStack, service: str) -> Any:
 
 def resource(stack: LocalStack, logical: str) -> str:
     return stack.state()["provisioned"]["resources"][logical]["id"]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def events_for(stack: LocalStack, job_id: str, want: int, timeout: float) -> list[dict]:

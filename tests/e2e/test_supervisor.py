@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import httpx
@@ -15,18 +14,11 @@ from omnireel_local import home as homedir
 from omnireel_local.stack import MAX_RESTARTS
 
 from .conftest import start_stack, stop_stack
+from .helpers import wait_for
 
 pytestmark = pytest.mark.e2e
 
-
-def _wait_for(what: str, check, timeout: float = 40.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+RESTART_TIMEOUT_S = 40.0
 
 
 def _pinged(url: str) -> bool:
@@ -44,18 +36,23 @@ def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_pat
         for restart in range(1, MAX_RESTARTS + 1):
             pid = int(stack.state()["child_pids"][name])
             os.kill(pid, signal.SIGKILL)
-            new_pid = _wait_for(
-                f"{name} restart {restart}",
+            new_pid = wait_for(
                 lambda pid=pid: (p := stack.state().get("child_pids", {}).get(name)) and int(p) != pid and int(p),
+                RESTART_TIMEOUT_S,
+                f"{name} restart {restart}",
             )
             assert homedir.pid_is_ours(int(new_pid), "omnireel_local.emulator")
-            _wait_for(f"{name} answering /ping on the same port", lambda: _pinged(url))
+            wait_for(lambda: _pinged(url), RESTART_TIMEOUT_S, f"{name} answering /ping on the same port")
             status = stack.cli("local", "status", check=True).stdout
             assert f"({model}, restarted {restart} time(s))" in status, status
         log = (stack.home / "logs" / "stack.log").read_text()
         assert f"restarting it ({MAX_RESTARTS}/{MAX_RESTARTS})" in log
         os.kill(int(stack.state()["child_pids"][name]), signal.SIGKILL)  # past the budget: stays dead
-        _wait_for(f"{name} recorded dead", lambda: name in stack.state().get("supervision", {}).get("dead", {}))
+        wait_for(
+            lambda: name in stack.state().get("supervision", {}).get("dead", {}),
+            RESTART_TIMEOUT_S,
+            f"{name} recorded dead",
+        )
         status = stack.cli("local", "status", check=True).stdout
         assert f"({model}, DEAD: exited with code -9, not restarted after {MAX_RESTARTS} restart(s))" in status
         assert not _pinged(url)
