@@ -6,6 +6,7 @@ door and the role policies the template declares.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -86,24 +87,43 @@ def test_local_env_exports_the_developer_identity_to_a_child_shell(stack: LocalS
     assert stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"] in seen["buckets"]
 
 
+def _stack_role_policies(iam, fragment: str) -> tuple[str, dict[str, dict]]:  # type: ignore[no-untyped-def]
+    """The stack role whose name contains ``fragment`` and its inline policies (name -> document)."""
+    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if fragment in r["RoleName"])
+    policies = {}
+    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        policies[name] = json.loads(document) if isinstance(document, str) else document
+    return role, policies
+
+
+@contextlib.contextmanager
+def _role_policy_replaced(iam, role: str, name: str, original: dict, reduced: dict | None) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Put ``reduced`` in place of the role's policy ``name`` (None: delete it), as the developer, through IAM; the
+    original is put back afterwards."""
+    if reduced is None:
+        iam.delete_role_policy(RoleName=role, PolicyName=name)
+    else:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
+    try:
+        yield role
+    finally:
+        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(original))
+
+
 @pytest.fixture
 def generate_image_role_without_put(stack: LocalStack) -> Iterator[str]:
-    """The GenerateImage role's policy without s3:PutObject, edited by the developer through IAM; restored after."""
+    """The GenerateImage role's policy without s3:PutObject; restored after."""
     iam = _client(stack, "iam")
-    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "GenerateImageFunctionRole" in r["RoleName"])
-    (name,) = [n for n in iam.list_role_policies(RoleName=role)["PolicyNames"]]
-    original = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
-    document = json.loads(original) if isinstance(original, str) else original
+    role, policies = _stack_role_policies(iam, "GenerateImageFunctionRole")
+    ((name, document),) = policies.items()
     reduced = json.loads(json.dumps(document))
     for statement in reduced["Statement"]:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         statement["Action"] = [a for a in actions if a != "s3:PutObject"] or ["s3:GetObject"]
     assert reduced != document, "the GenerateImage role had no s3:PutObject to remove"
-    iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
-    try:
+    with _role_policy_replaced(iam, role, name, document, reduced):
         yield role
-    finally:
-        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
 
 
 def test_a_role_missing_one_permission_fails_the_job_with_access_denied(
@@ -121,21 +141,14 @@ def test_a_role_missing_one_permission_fails_the_job_with_access_denied(
 
 @pytest.fixture
 def state_machine_cannot_invoke_generate_image(stack: LocalStack) -> Iterator[str]:
-    """Detach the state machine role's LambdaInvokePolicy for GenerateImage (developer, through IAM); restored after."""
+    """Detach the state machine role's LambdaInvokePolicy for GenerateImage; restored after."""
     iam = _client(stack, "iam")
-    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "PipelineStateMachineRole" in r["RoleName"])
-    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
-        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
-        document = json.loads(document) if isinstance(document, str) else document
-        if "GenerateImageFunction" in json.dumps(document):
-            break
-    else:
-        raise AssertionError(f"no policy of {role} lets it invoke GenerateImage")
-    iam.delete_role_policy(RoleName=role, PolicyName=name)
-    try:
+    role, policies = _stack_role_policies(iam, "PipelineStateMachineRole")
+    found = [(n, d) for n, d in policies.items() if "GenerateImageFunction" in json.dumps(d)]
+    assert found, f"no policy of {role} lets it invoke GenerateImage"
+    name, document = found[0]
+    with _role_policy_replaced(iam, role, name, document, None):
         yield role
-    finally:
-        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
 
 
 def test_the_state_machine_invokes_tasks_as_its_own_role(
@@ -150,19 +163,14 @@ def test_the_state_machine_invokes_tasks_as_its_own_role(
 
 @pytest.fixture
 def sagemaker_role_cannot_write_async_results(stack: LocalStack) -> Iterator[str]:
-    """The models' execution role without its WriteAsyncResults statement (developer, through IAM); restored after."""
+    """The models' execution role without its WriteAsyncResults statement; restored after."""
     iam = _client(stack, "iam")
-    role = next(r["RoleName"] for r in iam.list_roles()["Roles"] if "SageMakerExecutionRole" in r["RoleName"])
-    (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
-    document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
-    document = json.loads(document) if isinstance(document, str) else document
+    role, policies = _stack_role_policies(iam, "SageMakerExecutionRole")
+    ((name, document),) = policies.items()
     reduced = {**document, "Statement": [s for s in document["Statement"] if s.get("Sid") != "WriteAsyncResults"]}
     assert len(reduced["Statement"]) == len(document["Statement"]) - 1
-    iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(reduced))
-    try:
+    with _role_policy_replaced(iam, role, name, document, reduced):
         yield role
-    finally:
-        iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
 
 
 def test_sagemaker_writes_async_results_as_the_model_execution_role(
