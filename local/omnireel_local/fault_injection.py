@@ -130,13 +130,18 @@ def request_ttl(ttl_s: float) -> float:
     return ttl_s
 
 
-def duplicate_s3_event(key: str) -> bool:
+def _rate_hit(rate_setting: str, kind: str, key: str, fault: str) -> bool:
+    """True (and recorded as ``fault``) when the draw for ``key`` falls under the configured ``rate_setting``."""
     config = _current()
-    rate = float(config.get("s3_event_duplicate_rate", 0))
-    if rate and _draw(config, "s3", key) < rate:
-        record("s3_event_duplicate", key)
+    rate = float(config.get(rate_setting, 0))
+    if rate and _draw(config, kind, key) < rate:
+        record(fault, key)
         return True
     return False
+
+
+def duplicate_s3_event(key: str) -> bool:
+    return _rate_hit("s3_event_duplicate_rate", "s3", key, "s3_event_duplicate")
 
 
 def s3_event_hold(object_key: str) -> float | None:
@@ -167,9 +172,4 @@ def lambda_crash(function_name: str, payload: str) -> float | None:
 
 def start_execution_failure(name: str) -> bool:
     """Step Functions StartExecution for execution ``name``: True to refuse it (throttled)."""
-    config = _current()
-    rate = float(config.get("sfn_start_failure_rate", 0))
-    if rate and _draw(config, "sfn_start", name) < rate:
-        record("sfn_start_failure", name)
-        return True
-    return False
+    return _rate_hit("sfn_start_failure_rate", "sfn_start", name, "sfn_start_failure")
