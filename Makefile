@@ -62,13 +62,15 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) ## sam validate --lint and ASL val
 	@echo "==> sam validate --lint"
 	@AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(SAM) validate --lint --template template.yaml
 	@echo "==> asl-validator (statemachine/pipeline.asl.json with the template's substitutions)"
-	@$(PY) -m omnireel_local.cfn_template .aws-sam/asl >/dev/null
+	@$(PY) -m omnireel_template .aws-sam/asl >/dev/null
 	@npx --no-install asl-validator --json-path .aws-sam/asl/pipeline.asl.json
 
-lint: $(STAMP) validate checkov ## ruff + sam validate --lint + ASL validation + checkov
+lint: $(STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL validation + checkov
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(VENV)/bin/ruff format .'" >&2; exit 1; }
+	@echo "==> mypy (layers/, functions/, relay/: settings in pyproject.toml)"
+	@$(VENV)/bin/mypy
 
 test-unit: $(STAMP)
 	@$(PY) -m pytest -q tests/unit

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from omnireel_local import home as homedir
-from omnireel_local.cfn_template import ROOT
+from omnireel_template import ROOT
 
 from .errors import InfraError
 from .progress import Progress

@@ -55,7 +55,7 @@ def create_job() -> Response:
         raise InvalidRequest(
             "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]", code="InvalidIdempotencyKey"
         )
-    body = app.current_event.body
+    body: str | bytes | None = app.current_event.body
     if body and app.current_event.is_base64_encoded:
         body = base64.b64decode(body)  # bytes: parse_job_request_json reports invalid UTF-8 as a 400
     if not body:

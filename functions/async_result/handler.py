@@ -5,13 +5,12 @@ serves both topics. Repeated deliveries are harmless. A notification that cannot
 invocation, so Lambda's retries and then the on-failure destination keep it.
 """
 
-from aws_lambda_powertools.utilities.parser import envelopes, event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import TaskCallbacks
-from omnireel.notification import AsyncInferenceNotification
+from omnireel.notification import notifications_from_sns
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.settings import ResultSettings
 from omnireel.steps import complete_video
@@ -25,10 +24,9 @@ callbacks = TaskCallbacks()
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=AsyncInferenceNotification, envelope=envelopes.SnsEnvelope)
-def handler(notifications: list[AsyncInferenceNotification], context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict:
     results = []
-    for notification in notifications:
+    for notification in notifications_from_sns(event):
         logger.info(
             "async notification",
             extra={"job_id": notification.inference_id, "invocation_status": notification.invocation_status},

@@ -3,8 +3,8 @@
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.image_endpoint import ImageEndpoint
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.sagemaker import ImageEndpoint
 from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.settings import ImageSettings
 from omnireel.step_handler import StepInput, step_errors

@@ -7,7 +7,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.sagemaker import VideoEndpoint
+from omnireel.aws.video_endpoint import VideoEndpoint
 from omnireel.aws.workflow import TaskCallbacks
 from omnireel.errors import StepError
 from omnireel.observability import logger, metrics, stage_duration, tracer

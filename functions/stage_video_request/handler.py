@@ -6,8 +6,8 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.settings import StageSettings
+from omnireel.staging import stage_video_request
 from omnireel.step_handler import StepInput, step_errors
-from omnireel.steps import stage_video_request
 
 settings = StageSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cfn_template import ROOT
+from omnireel_template import ROOT
 
 STATE_FILE = "state.json"
 REGION = "us-east-1"

@@ -16,11 +16,9 @@ the types botocore's service model expects (CloudFormation passes strings; APIs 
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import logging
-import os
 import re
 import zipfile
 from collections.abc import Callable
@@ -31,7 +29,13 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from .cfn_template import ROOT, load_template, parameter_defaults, render_definition
+from omnireel_template import (
+    load_template,
+    parameter_defaults,
+    placeholder_code,
+    render_definition,
+    sam_transform,
+)
 
 log = logging.getLogger("omnireel_local.provision")
 
@@ -122,34 +126,8 @@ class Provisioned:
 
 def transform(stack_name: str, region: str, template: dict[str, Any] | None = None) -> tuple[dict, dict, dict]:
     """(SAM template, transformed CloudFormation template, local folders by placeholder S3 key)."""
-    from samtranslator.translator.transform import transform as sam_transform
-
-    sam = copy.deepcopy(template or load_template())
-    folders: dict[str, Path] = {}
-    for logical, resource in sam.get("Resources", {}).items():
-        props = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(props.get(key), str) and not props[key].startswith("s3://"):
-                folders[f"{logical}.zip"] = (ROOT / props[key]).resolve()
-                props[key] = f"s3://{CODE_BUCKET}/{logical}.zip"
-        if isinstance(props.get("DefinitionUri"), str):
-            folders[f"{logical}.asl"] = (ROOT / props["DefinitionUri"]).resolve()
-            props["DefinitionUri"] = {"Bucket": CODE_BUCKET, "Key": f"{logical}.asl"}
-
-    class _NoManagedPolicies:
-        def load(self) -> dict[str, str]:
-            return {}
-
-    previous = os.environ.get("AWS_DEFAULT_REGION")
-    os.environ["AWS_DEFAULT_REGION"] = region  # the translator reads the region for pseudo parameters
-    try:
-        transformed = sam_transform(sam, {"AWS::StackName": stack_name}, _NoManagedPolicies())
-    finally:
-        if previous is None:
-            os.environ.pop("AWS_DEFAULT_REGION", None)
-        else:
-            os.environ["AWS_DEFAULT_REGION"] = previous
-    return sam, transformed, folders
+    sam, folders = placeholder_code(template or load_template(), CODE_BUCKET)
+    return sam, sam_transform(sam, stack_name, region), folders
 
 
 def _zip_dir(folder: Path) -> bytes:

@@ -36,8 +36,9 @@ from typing import Any
 
 import httpx
 
+from omnireel_template import ROOT
+
 from . import home as homedir
-from .cfn_template import ROOT
 
 log = logging.getLogger("omnireel_local.stack")
 EMULATOR_START_TIMEOUT_S = 60.0

@@ -68,7 +68,7 @@ def parse_client_event(raw: str) -> ClientEvent:
     """Validate one client text frame; raises :class:`ProtocolError` with a short code and message."""
     try:
         obj = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ProtocolError("invalid_json", f"message is not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise ProtocolError("invalid_json", "message is not valid JSON: nested too deeply") from None

@@ -18,11 +18,13 @@ import http
 import importlib.resources
 import json
 import logging
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
 
 from .auth import Authenticator
 from .metrics import Metrics
@@ -113,8 +115,10 @@ class RelayServer:
         await self.factory.aclose()
 
     # ------------------------------------------------------------------ handshake
-    def _select_subprotocol(self, connection: ServerConnection, subprotocols: list[str]) -> str | None:
-        return SUBPROTOCOL if SUBPROTOCOL in subprotocols else None
+    def _select_subprotocol(
+        self, connection: ServerConnection, subprotocols: Sequence[Subprotocol]
+    ) -> Subprotocol | None:
+        return Subprotocol(SUBPROTOCOL) if SUBPROTOCOL in subprotocols else None
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
@@ -126,8 +130,8 @@ class RelayServer:
         if path == "/metrics":
             if not self.settings.metrics_public and not self.auth.check(request.headers.get("Authorization"), []):
                 self.metrics.rejected["unauthorized"] += 1
-                body = b"/metrics needs the bearer token\n"
-                return _response(401, body, "text/plain", {"WWW-Authenticate": "Bearer"})
+                text = b"/metrics needs the bearer token\n"
+                return _response(401, text, "text/plain", {"WWW-Authenticate": "Bearer"})
             return _response(200, self.metrics.render_prometheus().encode(), "text/plain; version=0.0.4")
         if path == AUTH_CHECK_PATH:
             if self.auth.check(request.headers.get("Authorization"), []):

@@ -4,11 +4,12 @@ Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` 
 ``docs/development.md``):
 
 - **models and rules** (no AWS, no I/O): ``bounded``, ``caller``, ``errors``, ``events``, ``image_request``, ``job``,
-  ``media``, ``notification``, ``request``, ``s3uri``, ``video_request``. They import only each other and pure
+  ``media``, ``mp4``, ``notification``, ``request``, ``s3uri``, ``video_request``. They import only each other and pure
   libraries (pydantic, Pillow, requests-toolbelt): never ``omnireel.aws``, boto3 or botocore.
 - **use cases** (one operation each, written against the adapters): ``submission`` (accept a request), ``inbox`` (a
-  dropped file becomes a job), ``steps`` (the pipeline's steps), ``outcome`` (finish a job: terminal transition and
-  its one event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links).
+  dropped file becomes a job), ``steps`` (the pipeline's steps), ``staging`` (the video request step: apart, so only
+  it loads the image and multipart libraries), ``outcome`` (finish a job: terminal transition and its one event),
+  ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links).
   -> models and rules, ``omnireel.aws``, ``observability``.
 - **Lambda glue** (shared by the handlers in ``functions/``): ``settings`` (typed environment), ``observability``
   (Logger, Tracer, Metrics), ``step_handler`` (domain errors -> state machine errors).

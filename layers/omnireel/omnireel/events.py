@@ -8,14 +8,15 @@ to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON S
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from omnireel.job import Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.request import JobRequest
 
-EVENT_VERSION = 1
+EVENT_VERSION: Literal[1] = 1
+TerminalStatus = Literal["succeeded", "failed"]
 EVENT_SOURCE = "omnireel"
 
 
@@ -49,7 +50,7 @@ class JobEvent(BaseModel):
     event_type: Literal["job.succeeded", "job.failed"]
     occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
     job_id: str
-    status: Literal["succeeded", "failed"]
+    status: TerminalStatus
     prompt: str | None = Field(description="null when the submitted file could not be read as a request")
     request: JobRequest | None
     source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
@@ -80,7 +81,7 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
         event_type=event_type,
         occurred_at=occurred_at,
         job_id=job.job_id,
-        status=job.status.value,
+        status=cast(TerminalStatus, job.status.value),  # a non-terminal status fails validation
         prompt=job.request.prompt if job.request else None,
         request=job.request,
         source=job.source,

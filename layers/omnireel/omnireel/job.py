@@ -70,7 +70,7 @@ class JobError(BaseModel):
 
     @field_validator("code", "message")
     @classmethod
-    def _bounded(cls, value: str, info) -> str:  # type: ignore[no-untyped-def]
+    def _bounded(cls, value: str, info) -> str:
         # Failure reasons may quote caller input (a field name, a file name) or a model's error text: the job
         # record, GET /jobs/{id} and the job.failed event carry at most MAX_MESSAGE_CHARS of it.
         return bounded(value, 128 if info.field_name == "code" else 1024)

@@ -1,11 +1,10 @@
-"""Media checks and the video reference image (pure Pillow; no AWS)."""
+"""The generated PNG's check and the video reference image (pure Pillow; no AWS). MP4 checks are in ``mp4``."""
 
 from __future__ import annotations
 
 import base64
 import io
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
@@ -30,50 +29,6 @@ def check_png(data: bytes) -> tuple[int, int]:
         raise MalformedModelOutput(f"the image endpoint returned a corrupt PNG: {exc}") from exc
 
 
-def check_mp4(head: bytes, size: int | None = None) -> None:
-    """Check the ISO-BMFF signature (``ftyp`` box at offset 4) of an MP4."""
-    if len(head) < 12 or head[4:8] != b"ftyp":
-        raise MalformedModelOutput("the video endpoint's output is not an MP4 (no ftyp box)")
-    if size is not None and size < 1024:
-        raise MalformedModelOutput(f"the video endpoint's output is too small to be a video ({size} bytes)")
-
-
-_MAX_TOP_LEVEL_BOXES = 256
-
-
-def check_mp4_boxes(read_at: Callable[[int, int], bytes], size: int) -> None:
-    """Walk the MP4's top-level ISO-BMFF boxes: each must fit in the file, and ``moov`` and ``mdat`` must be there.
-
-    ``read_at(offset, length)`` returns bytes of the object (ranged reads: a video is a handful of boxes, so this
-    is a few small reads, never the whole file). Catches truncated or cut-off output that still starts with ``ftyp``.
-    """
-    check_mp4(read_at(0, 16), size)
-    offset, seen = 0, set()
-    for _ in range(_MAX_TOP_LEVEL_BOXES):
-        if offset >= size:
-            break
-        header = read_at(offset, 16)
-        if len(header) < 8:
-            raise MalformedModelOutput("the video endpoint's output is truncated (partial box header)")
-        box_size, kind, header_size = int.from_bytes(header[:4], "big"), header[4:8], 8
-        if box_size == 1:  # 64-bit size follows the type
-            if len(header) < 16:
-                raise MalformedModelOutput("the video endpoint's output is truncated (partial box header)")
-            box_size, header_size = int.from_bytes(header[8:16], "big"), 16
-        elif box_size == 0:  # the box runs to the end of the file
-            box_size = size - offset
-        if box_size < header_size or offset + box_size > size:
-            name = kind.decode("latin-1", "replace")
-            raise MalformedModelOutput(f"the video endpoint's output is truncated (the {name!r} box overruns the file)")
-        seen.add(kind)
-        offset += box_size
-    else:
-        raise MalformedModelOutput("the video endpoint's output has too many top-level boxes to be a video")
-    missing = sorted(m.decode() for m in {b"moov", b"mdat"} - seen)
-    if missing:
-        raise MalformedModelOutput(f"the video endpoint's output has no {' or '.join(missing)} box")
-
-
 @dataclass(frozen=True)
 class VideoReference:
     """The reference image as the container expects it: a JPEG data URL inside a JSON text part."""
@@ -93,6 +48,7 @@ def _fit(img: Image.Image, width: int, height: int) -> Image.Image:
         img = img.convert("RGBA" if "A" in img.getbands() or img.mode == "P" else "RGB")
     src_w, src_h = img.size
     target = width / height
+    box: tuple[float, float, float, float]
     if src_w / src_h > target:
         crop_w = src_h * target
         box = ((src_w - crop_w) / 2, 0, (src_w + crop_w) / 2, src_h)

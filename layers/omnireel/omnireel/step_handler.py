@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omnireel.errors import OmnireelError, StepError, as_step_error
-from omnireel.observability import logger, metrics
+from omnireel.observability import MetricUnit, logger, metrics
 
 
 class StepInput(BaseModel):
@@ -32,10 +32,10 @@ def step_errors(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
             try:
                 return func(*args, **kwargs)
             except ValidationError as exc:
-                metrics.add_metric(name=f"{stage}_failed", unit="Count", value=1)
+                metrics.add_metric(name=f"{stage}_failed", unit=MetricUnit.Count, value=1)
                 raise StepError("InvalidStepInput", str(exc)) from exc
             except OmnireelError as exc:
-                metrics.add_metric(name=f"{stage}_failed", unit="Count", value=1)
+                metrics.add_metric(name=f"{stage}_failed", unit=MetricUnit.Count, value=1)
                 logger.warning(
                     "step failed",
                     extra={"stage": stage, "code": exc.code, "retryable": exc.retryable, "error": exc.message},

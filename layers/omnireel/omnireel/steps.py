@@ -1,4 +1,5 @@
-"""The pipeline's steps, one function each, called by the step Lambdas.
+"""The pipeline's steps, one function each, called by the step Lambdas (staging the video request is in ``staging``:
+it alone needs the image and multipart libraries).
 
 Each step is safe to run again: it re-enters its own stage (a retry), skips work whose result is
 already recorded, and refuses to move a job backwards.
@@ -6,9 +7,10 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.sagemaker import ImageEndpoint, VideoEndpoint
 from omnireel.aws.workflow import TaskCallbacks
 from omnireel.errors import (
     JobConflict,
@@ -20,19 +22,22 @@ from omnireel.errors import (
 )
 from omnireel.image_request import image_request_body
 from omnireel.job import Job, JobStatus
-from omnireel.media import check_mp4_boxes, prepare_video_reference
+from omnireel.mp4 import check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.request import JobRequest
-from omnireel.s3uri import S3Uri, image_key, video_key, video_request_key
-from omnireel.video_request import build_video_request
+from omnireel.s3uri import S3Uri, image_key, video_key
+
+if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and its dependencies)
+    from omnireel.aws.image_endpoint import ImageEndpoint
+    from omnireel.aws.video_endpoint import VideoEndpoint
 
 # Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry would
 # wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
 
 
-def _require_request(job: Job) -> JobRequest:
+def require_request(job: Job) -> JobRequest:
     if job.request is None:
         raise JobConflict(f"job {job.job_id} has no request to run")
     return job.request
@@ -45,26 +50,9 @@ def generate_image(
     if job.artifacts.image and artifacts.size(S3Uri.parse(job.artifacts.image)):
         logger.info("image already generated", extra={"job_id": job_id})
         return job.artifacts.image
-    png = endpoint.generate(image_request_body(_require_request(job), model_id))
+    png = endpoint.generate(image_request_body(require_request(job), model_id))
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
     jobs.set_artifact(job_id, "image", uri)
-    return uri
-
-
-def stage_video_request(job_id: str, *, jobs: JobStore, artifacts: ArtifactStore, model_id: str | None) -> str:
-    job = jobs.transition(job_id, JobStatus.STAGING_VIDEO)
-    request = _require_request(job)
-    if not job.artifacts.image:
-        raise JobConflict(f"job {job_id} has no image to build the video request from")
-    png = artifacts.read(S3Uri.parse(job.artifacts.image))
-    reference = prepare_video_reference(png, request.video.width, request.video.height)
-    staged = build_video_request(request, reference, model_id=model_id)
-    uri = str(artifacts.put(video_request_key(job_id), staged.body, staged.content_type))
-    jobs.set_artifact(job_id, "video_request", uri)
-    logger.info(
-        "video request staged",
-        extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
-    )
     return uri
 
 
@@ -151,10 +139,10 @@ def complete_video(
         callbacks.succeed(token, {"job_id": job.job_id, "video": uri})
         return "succeeded"
     error_cls = VideoExpired if notification.invocation_status is InvocationStatus.EXPIRED else VideoRenderFailed
-    location = notification.error_location or (job.async_invocation and job.async_invocation.failure_location)
+    location = notification.error_location or (job.async_invocation.failure_location if job.async_invocation else None)
     detail = notification.failure_reason or _failure_text(artifacts, location) or notification.invocation_status.value
-    error = error_cls(f"the video endpoint reported {notification.invocation_status.value}: {detail}")
-    callbacks.fail(token, error.code, error.code, error.message)
+    failure = error_cls(f"the video endpoint reported {notification.invocation_status.value}: {detail}")
+    callbacks.fail(token, failure.code, failure.code, failure.message)
     return "failed"
 
 

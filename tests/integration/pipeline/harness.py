@@ -29,30 +29,21 @@ from moto.awslambda.models import LambdaFunction
 
 from omnireel.errors import EndpointUnavailable
 from omnireel.job import AsyncInvocation
-from omnireel_local.cfn_template import definition_file, load_template, render_definition, state_machine_substitutions
+from omnireel_template import (
+    definition_file,
+    function_folder,
+    function_folders,
+    load_template,
+    render_definition,
+    serverless_functions,
+    state_machine_substitutions,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-FUNCTIONS = [
-    "api",
-    "inbox",
-    "generate_image",
-    "stage_video_request",
-    "invoke_video",
-    "async_result",
-    "reconcile_video",
-    "publish_event",
-    "workflow_ended",
-    "fail_overdue_jobs",
-]
-LOGICAL_IDS = {
-    "GenerateImageFunctionArn": "generate_image",
-    "StageVideoRequestFunctionArn": "stage_video_request",
-    "InvokeVideoFunctionArn": "invoke_video",
-    "ReconcileVideoFunctionArn": "reconcile_video",
-    "PublishEventFunctionArn": "publish_event",
-}
+# Every function under functions/ (a new one is loaded without editing this file).
+FUNCTIONS = function_folders()
 
 
 def tiny_mp4(frames: int = 5, size: tuple[int, int] = (64, 48)) -> bytes:
@@ -187,12 +178,10 @@ class Pipeline:
             name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()
         } | self.overrides
 
+        folders = {logical: function_folder(fn) for logical, fn in serverless_functions(template).items()}
+
         def resolve(value: dict[str, Any]) -> str:
-            logical = value["Fn::GetAtt"][0]
-            for key, name in LOGICAL_IDS.items():
-                if key.removesuffix("Arn") == logical:
-                    return arns[name]
-            raise KeyError(logical)
+            return arns[folders[value["Fn::GetAtt"][0]]]
 
         subs = state_machine_substitutions(template, "PipelineStateMachine", resolve, parameters)
         definition = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)

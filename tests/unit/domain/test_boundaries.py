@@ -23,6 +23,7 @@ MODELS_AND_RULES = {
     "image_request",
     "job",
     "media",
+    "mp4",
     "notification",
     "request",
     "s3uri",

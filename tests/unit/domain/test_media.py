@@ -6,7 +6,8 @@ import pytest
 from PIL import Image
 
 from omnireel.errors import MalformedModelOutput, ReferenceTooLarge
-from omnireel.media import MAX_TEXT_PART_BYTES, check_mp4, check_png, prepare_video_reference
+from omnireel.media import MAX_TEXT_PART_BYTES, check_png, prepare_video_reference
+from omnireel.mp4 import check_mp4
 from tests.unit.domain.media_fixtures import png_bytes
 
 
@@ -84,7 +85,7 @@ def _mp4() -> bytes:
 
 @pytest.mark.parametrize("cut", [lambda d: d[: len(d) // 3], lambda d: d[:-1], lambda d: d[:40]])
 def test_truncated_mp4_is_malformed(cut):
-    from omnireel.media import check_mp4_boxes
+    from omnireel.mp4 import check_mp4_boxes
 
     data = cut(_mp4())
     with pytest.raises(MalformedModelOutput):
@@ -92,7 +93,7 @@ def test_truncated_mp4_is_malformed(cut):
 
 
 def test_whole_mp4_passes_the_box_walk_with_few_reads():
-    from omnireel.media import check_mp4_boxes
+    from omnireel.mp4 import check_mp4_boxes
 
     data, reads = _mp4(), []
 
@@ -105,7 +106,7 @@ def test_whole_mp4_passes_the_box_walk_with_few_reads():
 
 
 def test_mp4_without_moov_is_malformed():
-    from omnireel.media import check_mp4_boxes
+    from omnireel.mp4 import check_mp4_boxes
 
     data = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + (2000).to_bytes(4, "big") + b"mdat" + b"\x00" * 1992
     with pytest.raises(MalformedModelOutput, match="no moov box"):

@@ -58,3 +58,48 @@ def test_legacy_output_field_name():
 def test_missing_status_or_id_is_rejected(broken):
     with pytest.raises(ValidationError):
         AsyncInferenceNotification.model_validate(broken)
+
+
+# ---------------------------------------------------------------- the SNS envelope (async_result, without Powertools)
+def _sns_event(*messages: str) -> dict:
+    return {
+        "Records": [
+            {"EventSource": "aws:sns", "EventVersion": "1.0", "Sns": {"Type": "Notification", "Message": m}}
+            for m in messages
+        ]
+    }
+
+
+def test_notifications_from_sns_parses_each_record() -> None:
+    from omnireel.notification import notifications_from_sns
+
+    failed = {**SUCCESS, "invocationStatus": "Failed", "inferenceId": "other"}
+    notes = notifications_from_sns(_sns_event(json.dumps(SUCCESS), json.dumps(failed)))
+    assert [(n.inference_id, n.succeeded) for n in notes] == [(SUCCESS["inferenceId"], True), ("other", False)]
+    assert notifications_from_sns({"Records": []}) == []
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {},
+        {"Records": {"not": "a list"}},
+        {"Records": ["text"]},
+        {"Records": [{"EventSource": "aws:sqs", "Sns": {"Message": "{}"}}]},
+        {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": {"inferenceId": "x"}}}]},
+        {"Records": [{"EventSource": "aws:sns"}]},
+    ],
+)
+def test_notifications_from_sns_refuses_what_is_not_an_sns_event(event) -> None:
+    from omnireel.notification import notifications_from_sns
+
+    with pytest.raises(ValueError, match="SNS"):
+        notifications_from_sns(event)
+
+
+@pytest.mark.parametrize("message", ["not json", json.dumps({"invocationStatus": "Completed"}), json.dumps([1])])
+def test_notifications_from_sns_refuses_a_message_that_is_not_a_notification(message: str) -> None:
+    from omnireel.notification import notifications_from_sns
+
+    with pytest.raises(ValidationError):
+        notifications_from_sns(_sns_event(message))

@@ -8,7 +8,8 @@ import pytest
 from botocore.stub import Stubber
 
 from omnireel.aws import clients
-from omnireel.aws.sagemaker import ImageEndpoint, VideoEndpoint
+from omnireel.aws.image_endpoint import ImageEndpoint
+from omnireel.aws.video_endpoint import VideoEndpoint
 from omnireel.errors import EndpointRejected, EndpointThrottled, EndpointUnavailable, MalformedModelOutput
 from tests.unit.domain.media_fixtures import png_bytes
 

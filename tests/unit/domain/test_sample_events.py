@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.parser import envelopes, parse
 from aws_lambda_powertools.utilities.parser.models import APIGatewayProxyEventV2Model, S3Model
 
 from omnireel.errors import decode_step_failure
-from omnireel.notification import AsyncInferenceNotification
+from omnireel.notification import AsyncInferenceNotification, notifications_from_sns
 from omnireel.step_handler import StepInput
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -62,6 +62,8 @@ def test_failed_step_event_decodes_to_a_code_and_message():
 def test_async_result_events(name, succeeded):
     [note] = parse(event=load(name), model=AsyncInferenceNotification, envelope=envelopes.SnsEnvelope)
     assert note.succeeded is succeeded and note.inference_id
+    # async_result's own parsing (json + the model, no Powertools parser) reads the sample event the same way
+    assert notifications_from_sns(load(name)) == [note]
 
 
 def test_scheduled_event_parses_and_names_its_rule():

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from omnireel_local.cfn_template import load_template
+from omnireel_template import load_template
 
 # Functions whose responses carry presigned URLs or prompts.
 SECRET_RESPONSES = {"ApiFunction": "GET /jobs/{id}: presigned artifact URLs and the prompt"}

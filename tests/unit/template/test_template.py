@@ -3,27 +3,19 @@ creates). Each test pins a concrete property from issue 5 so that a regression f
 
 from __future__ import annotations
 
-import copy
-import os
 import re
 import tomllib
 from typing import Any
 
 import pytest
-from samtranslator.translator.transform import transform
 
-from omnireel_local.cfn_template import ROOT, load_template
+from omnireel_template import ROOT, function_folders, load_template, placeholder_code, sam_transform
 
 PINNED_IMAGE = "${Account}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/vllm:omni-sagemaker-cuda-v1.6"
 POOLS = ["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
 # Event sources whose service invokes Lambda asynchronously (so failures need an on-failure destination).
 ASYNC_EVENT_TYPES = {"S3", "SNS", "EventBridgeRule", "Schedule", "ScheduleV2", "CloudWatchEvent"}
-FUNCTION_FOLDERS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
-
-
-class _NoManagedPolicies:
-    def load(self) -> dict[str, str]:
-        return {}
+FUNCTION_FOLDERS = function_folders()
 
 
 @pytest.fixture(scope="module")
@@ -33,21 +25,7 @@ def sam() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def cfn(sam: dict[str, Any]) -> dict[str, Any]:
-    template = copy.deepcopy(sam)
-    for resource in template["Resources"].values():
-        props = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(props.get(key), str):
-                props[key] = "s3://placeholder/code.zip"
-        if isinstance(props.get("DefinitionUri"), str):
-            props["DefinitionUri"] = {"Bucket": "placeholder", "Key": "pipeline.asl.json"}
-    previous = os.environ.get("AWS_DEFAULT_REGION")
-    os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
-    try:
-        return transform(template, {"AWS::StackName": "omnireel-test"}, _NoManagedPolicies())
-    finally:
-        if previous is not None:
-            os.environ["AWS_DEFAULT_REGION"] = previous
+    return sam_transform(placeholder_code(sam, "placeholder")[0], "omnireel-test")
 
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -451,7 +429,7 @@ def test_every_ended_execution_reaches_the_safety_net(sam: dict[str, Any]) -> No
 def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) -> float:
     """An upper bound of how long one execution can run: each task state's TimeoutSeconds times its attempts (1 + every
     retrier's MaxAttempts) plus the retry waits. The ASL has no loop, so a path visits each state at most once."""
-    from omnireel_local.cfn_template import definition_file, render_definition, state_machine_substitutions
+    from omnireel_template import definition_file, render_definition, state_machine_substitutions
 
     subs = state_machine_substitutions(template, "PipelineStateMachine", lambda _: "arn:function", parameters)
     states = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)["States"]

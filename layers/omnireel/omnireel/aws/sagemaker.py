@@ -1,4 +1,5 @@
-"""SageMaker runtime calls to the vLLM-Omni endpoints, with failures mapped to typed errors.
+"""SageMaker runtime failures mapped to typed errors, shared by the two endpoint adapters (``image_endpoint``,
+``video_endpoint``).
 
 Routing inside the container is chosen by ``CustomAttributes="route=/v1/..."`` (the DLC's
 SageMakerRouteMiddleware rewrites /invocations to that path).
@@ -6,25 +7,12 @@ SageMakerRouteMiddleware rewrites /invocations to that path).
 
 from __future__ import annotations
 
-import base64
 import json
-from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, ReadTimeoutError
+from botocore.exceptions import ClientError, ConnectionError, ReadTimeoutError
 
-from omnireel.aws.clients import client
-from omnireel.errors import (
-    EndpointError,
-    EndpointRejected,
-    EndpointThrottled,
-    EndpointUnavailable,
-    MalformedModelOutput,
-)
-from omnireel.job import AsyncInvocation
-from omnireel.media import check_png
+from omnireel.errors import EndpointError, EndpointRejected, EndpointThrottled, EndpointUnavailable
 
-IMAGE_ROUTE = "route=/v1/images/generations"
-VIDEO_ROUTE = "route=/v1/videos/sync"
 _THROTTLING = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
 _UNAVAILABLE = {"ServiceUnavailable", "InternalFailure", "InternalDependencyException", "ModelNotReadyException"}
 
@@ -66,76 +54,9 @@ def map_client_error(exc: ClientError, endpoint: str) -> EndpointError:
     return EndpointRejected(f"endpoint {endpoint} rejected the request ({code}): {message}")
 
 
-def _invoke_failure(exc: Exception, endpoint: str) -> EndpointError:
+def invoke_failure(exc: Exception, endpoint: str) -> EndpointError:
     if isinstance(exc, ClientError):
         return map_client_error(exc, endpoint)
     if isinstance(exc, (ReadTimeoutError, ConnectionError)):
         return EndpointUnavailable(f"endpoint {endpoint} did not answer: {exc}")
     return EndpointUnavailable(f"endpoint {endpoint} call failed: {exc}")
-
-
-class ImageEndpoint:
-    def __init__(self, name: str):
-        self.name = name
-        self._runtime = client("sagemaker-runtime")
-
-    def generate(self, body: dict[str, Any]) -> bytes:
-        """POST /v1/images/generations through /invocations; return the PNG bytes."""
-        try:
-            response = self._runtime.invoke_endpoint(
-                EndpointName=self.name,
-                Body=json.dumps(body).encode(),
-                ContentType="application/json",
-                Accept="application/json",
-                CustomAttributes=IMAGE_ROUTE,
-            )
-            raw = response["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
-            raise _invoke_failure(exc, self.name) from exc
-        return decode_image_response(raw)
-
-
-def decode_image_response(raw: bytes) -> bytes:
-    """``data[0].b64_json`` of an ImageGenerationResponse, checked to be a PNG."""
-    try:
-        payload = json.loads(raw)
-        encoded = payload["data"][0]["b64_json"]
-        png = base64.b64decode(encoded, validate=True)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise MalformedModelOutput(f"the image endpoint's response has no usable data[0].b64_json: {exc}") from exc
-    check_png(png)
-    return png
-
-
-class VideoEndpoint:
-    def __init__(self, name: str):
-        self.name = name
-        self._runtime = client("sagemaker-runtime")
-
-    def invoke_async(
-        self,
-        *,
-        input_location: str,
-        content_type: str,
-        inference_id: str,
-        invocation_timeout_seconds: int,
-        request_ttl_seconds: int,
-    ) -> AsyncInvocation:
-        try:
-            response = self._runtime.invoke_endpoint_async(
-                EndpointName=self.name,
-                InputLocation=input_location,
-                ContentType=content_type,
-                Accept="video/mp4",
-                CustomAttributes=VIDEO_ROUTE,
-                InferenceId=inference_id,
-                InvocationTimeoutSeconds=invocation_timeout_seconds,
-                RequestTTLSeconds=request_ttl_seconds,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise _invoke_failure(exc, self.name) from exc
-        return AsyncInvocation(
-            inference_id=response.get("InferenceId") or inference_id,
-            output_location=response["OutputLocation"],
-            failure_location=response.get("FailureLocation"),
-        )

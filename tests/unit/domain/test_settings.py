@@ -1,0 +1,81 @@
+"""The typed settings every function reads at cold start (``omnireel.settings``)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from omnireel.settings import (
+    ApiSettings,
+    DeadlineSettings,
+    ImageSettings,
+    InboxSettings,
+    PublishSettings,
+    ResultSettings,
+    StageSettings,
+    VideoSettings,
+)
+
+BASE = {"JOBS_TABLE": "jobs", "ARTIFACTS_BUCKET": "artifacts"}
+
+
+def test_fields_are_read_from_their_upper_case_variables_and_typed() -> None:
+    env = {**BASE, "STATE_MACHINE_ARN": "arn:sm", "JOB_TTL_DAYS": "7", "PRESIGN_SECONDS": "600", "PATH": "/bin"}
+    settings = ApiSettings.from_env(env)
+    assert (settings.jobs_table, settings.artifacts_bucket) == ("jobs", "artifacts")
+    assert settings.state_machine_arn == "arn:sm"
+    assert (settings.job_ttl_days, settings.presign_seconds, settings.default_video_steps) == (7, 600, 30)
+
+
+def test_defaults_apply_when_a_variable_is_absent() -> None:
+    image = ImageSettings.from_env({**BASE, "IMAGE_ENDPOINT_NAME": "img"})
+    assert image.image_model_id == "black-forest-labs/FLUX.2-klein-4B" and image.job_ttl_days == 30
+    assert StageSettings.from_env(BASE).video_model_id == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
+    assert InboxSettings.from_env({**BASE, "STATE_MACHINE_ARN": "a", "JOB_EVENTS_TOPIC_ARN": "t"}).event_bus_name == (
+        "default"
+    )
+
+
+def test_a_missing_variable_fails_the_cold_start_naming_it() -> None:
+    with pytest.raises(RuntimeError, match=r"VideoSettings: VIDEO_ENDPOINT_NAME$"):
+        VideoSettings.from_env(BASE)
+    with pytest.raises(RuntimeError, match=r"JOBS_TABLE, ARTIFACTS_BUCKET|ARTIFACTS_BUCKET, JOBS_TABLE"):
+        ResultSettings.from_env({})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PRESIGN_SECONDS", "59"),  # below S3's useful minimum
+        ("PRESIGN_SECONDS", "43201"),  # a role session lasts at most 12 h
+        ("JOB_TTL_DAYS", "0"),
+        ("JOB_TTL_DAYS", "seven"),
+        ("VIDEO_INVOCATION_TIMEOUT_SECONDS", "3601"),  # SageMaker's limit
+        ("VIDEO_REQUEST_TTL_SECONDS", "59"),
+    ],
+)
+def test_values_outside_their_bounds_fail_naming_the_variable(variable: str, value: str) -> None:
+    with pytest.raises(RuntimeError, match=variable):
+        VideoSettings.from_env({**BASE, "VIDEO_ENDPOINT_NAME": "v", variable: value})
+
+
+def test_the_deadline_has_no_default_and_must_be_positive() -> None:
+    env = {**BASE, "JOB_EVENTS_TOPIC_ARN": "t", "STATE_MACHINE_ARN": "s"}
+    with pytest.raises(RuntimeError, match="JOB_DEADLINE_SECONDS"):
+        DeadlineSettings.from_env(env)
+    with pytest.raises(RuntimeError, match="JOB_DEADLINE_SECONDS"):
+        DeadlineSettings.from_env({**env, "JOB_DEADLINE_SECONDS": "0"})
+    assert DeadlineSettings.from_env({**env, "JOB_DEADLINE_SECONDS": "7200"}).job_deadline_seconds == 7200
+
+
+def test_settings_are_frozen_and_ignore_other_variables() -> None:
+    settings = PublishSettings.from_env({**BASE, "JOB_EVENTS_TOPIC_ARN": "t", "UNRELATED": "x"})
+    assert not hasattr(settings, "unrelated")
+    with pytest.raises(ValidationError):
+        settings.jobs_table = "other"  # type: ignore[misc]
+
+
+def test_from_env_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {**BASE, "IMAGE_ENDPOINT_NAME": "from-os"}.items():
+        monkeypatch.setenv(name, value)
+    assert ImageSettings.from_env().image_endpoint_name == "from-os"
