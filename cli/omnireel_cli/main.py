@@ -35,6 +35,8 @@ def _add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed for image and video")
     parser.add_argument("--image-size", help="image WIDTHxHEIGHT (default 1024x1024)")
     parser.add_argument("--image-steps", type=int, help="image inference steps (default 4)")
+    parser.add_argument("--video-prompt", help="motion prompt of the video call (default: PROMPT)")
+    parser.add_argument("--video-negative-prompt", help="negative prompt of the video call only")
     parser.add_argument("--timeout", type=float, default=600.0, help="max seconds to wait for the job (default 600)")
 
 
@@ -48,6 +50,8 @@ def _request(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
         fps=args.fps,
         image_size=args.image_size,
         image_steps=args.image_steps,
+        video_prompt=args.video_prompt,
+        video_negative_prompt=args.video_negative_prompt,
     )
 
 
