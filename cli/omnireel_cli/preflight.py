@@ -257,6 +257,29 @@ def check_voice(report: Report, clients: Callable[[str], Any], region: str, para
         report.findings[-1].check = "relay image"
 
 
+def deployed_image_report(session: Any, stack: str, template: Mapping[str, Any] | None = None) -> Report:
+    """The DLC tag check for a deployed stack (``omnireel smoke --stack``): the image its parameters name, in its
+    region, still exists (a tag removed from the registry stops every scale-out and endpoint update)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    template = template if template is not None else load_template()
+    region = session.region_name
+    report = Report()
+    try:
+        described = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    except (BotoCoreError, ClientError) as exc:
+        report.add("dlc image", False, f"cannot read stack {stack} in {region}: {exc}")
+        return report
+    params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in described.get("Parameters", [])}
+    try:
+        image = dlc_image(template, region, {k: v for k, v in params.items() if k == "DlcImageUri"})
+    except ValueError as exc:
+        report.add("dlc image", False, str(exc))
+        return report
+    check_image_exists(report, session.client("ecr"), *image, region)
+    return report
+
+
 # ---------------------------------------------------------------- entry point
 def run(
     stack: str,
