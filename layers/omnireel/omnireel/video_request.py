@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from requests_toolbelt.multipart.encoder import MultipartEncoder
 
-from omnireel.media import VideoReference
+from omnireel.reference_image import VideoReference
 from omnireel.request import JobRequest
 
 
@@ -17,14 +17,20 @@ class VideoRequestBody:
     content_type: str  # multipart/form-data; boundary=...
 
 
+def video_prompts(request: JobRequest) -> tuple[str, str | None]:
+    """The (prompt, negative prompt) the video model gets: the one place that picks them from the request."""
+    return request.prompt, request.negative_prompt
+
+
 def video_form_fields(request: JobRequest, reference: VideoReference, model_id: str | None) -> list[tuple[str, str]]:
     """Every text part, in the order the container reads them; optional fields only when set."""
     video = request.video
+    prompt, negative_prompt = video_prompts(request)
     fields: list[tuple[str, str]] = []
     if model_id:
         fields.append(("model", model_id))
     fields += [
-        ("prompt", request.prompt),
+        ("prompt", prompt),
         ("image_reference", reference.part_text),
         ("width", str(video.width)),
         ("height", str(video.height)),
@@ -35,8 +41,8 @@ def video_form_fields(request: JobRequest, reference: VideoReference, model_id: 
     ]
     if request.seed is not None:
         fields.append(("seed", str(request.seed)))
-    if request.negative_prompt:
-        fields.append(("negative_prompt", request.negative_prompt))
+    if negative_prompt:
+        fields.append(("negative_prompt", negative_prompt))
     return fields
 
 
