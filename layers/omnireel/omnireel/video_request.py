@@ -17,20 +17,18 @@ class VideoRequestBody:
     content_type: str  # multipart/form-data; boundary=...
 
 
-def video_prompts(request: JobRequest) -> tuple[str, str | None]:
-    """The (prompt, negative prompt) the video model gets: the one place that picks them from the request."""
-    return request.prompt, request.negative_prompt
-
-
 def video_form_fields(request: JobRequest, reference: VideoReference, model_id: str | None) -> list[tuple[str, str]]:
-    """Every text part, in the order the container reads them; optional fields only when set."""
+    """Every text part, in the order the container reads them; optional fields only when set.
+
+    The motion prompt (``video.prompt``) and ``video.negative_prompt`` replace the job's own for this call only.
+    """
     video = request.video
-    prompt, negative_prompt = video_prompts(request)
+    negative_prompt = video.negative_prompt or request.negative_prompt
     fields: list[tuple[str, str]] = []
     if model_id:
         fields.append(("model", model_id))
     fields += [
-        ("prompt", prompt),
+        ("prompt", video.prompt or request.prompt),
         ("image_reference", reference.part_text),
         ("width", str(video.width)),
         ("height", str(video.height)),
