@@ -24,6 +24,7 @@ MODELS_AND_RULES = {
     "job",
     "media",
     "notification",
+    "reference_image",
     "request",
     "s3uri",
     "video_request",
