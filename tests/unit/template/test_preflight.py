@@ -82,10 +82,49 @@ def _stubbed_ecr(answer: dict[str, Any] | None = None, error: str | None = None)
     return ecr
 
 
+def _quotas(defaults: dict[str, float], applied: dict[str, float]) -> Any:
+    client = boto3.client("service-quotas", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(client)
+    for operation, values in (("list_aws_default_service_quotas", defaults), ("list_service_quotas", applied)):
+        quotas = [{"QuotaName": f"{t} for endpoint usage", "Value": v} for t, v in values.items()]
+        stubber.add_response(operation, {"Quotas": quotas}, {"ServiceCode": "sagemaker"})
+    stubber.activate()
+    return client
+
+
+ENOUGH = {"ml.g6.xlarge": 2, "ml.g6e.xlarge": 4, "ml.g5.xlarge": 2, "ml.g4dn.xlarge": 1}
+
+
+def _factory(**clients: Any) -> Any:
+    quotas = clients.pop("quotas", None) or _quotas({}, ENOUGH)
+    return lambda service: quotas if service == "service-quotas" else clients[service]
+
+
+def _values(**overrides: str) -> dict[str, Any]:
+    from omnireel_local import cfn_rules
+
+    return cfn_rules.parameter_values(load_template(), overrides)
+
+
+def test_endpoint_quotas_cover_every_pool_member_and_the_video_maximum() -> None:
+    values = {**_values(), "EnableVoice": "true", "VideoMaxCapacity": "2"}
+    # image pools g6/g6e/g5 + TTS pools g6/g6e/g5/g4dn + video g6e x VideoMaxCapacity
+    assert preflight.quota_needs(values) == ENOUGH
+    report = preflight.Report()
+    preflight.check_quotas(report, _quotas({**ENOUGH, "ml.g4dn.xlarge": 0}, {}), values)  # a new account: 0 default
+    assert not report.ok and "ml.g4dn.xlarge for endpoint usage is 0, needs 1" in report.findings[0].detail
+    report = preflight.Report()
+    preflight.check_quotas(report, _quotas({"ml.g4dn.xlarge": 0}, ENOUGH), values)  # an applied increase wins
+    assert report.ok, report.render()
+    report = preflight.Report()
+    preflight.check_quotas(report, _quotas({}, {**ENOUGH, "ml.g6e.xlarge": 3}), values)
+    assert "ml.g6e.xlarge for endpoint usage is 3, needs 4" in report.findings[0].detail
+
+
 def test_the_pinned_tag_is_checked_in_the_aws_dlc_registry_with_batch_get_image() -> None:
     """The default (no DlcImageUri): AWS's DLC account of the region, repository vllm, tag omni-sagemaker-cuda-v1.6."""
     found = _stubbed_ecr({"images": [{"imageId": {"imageTag": "omni-sagemaker-cuda-v1.6"}}], "failures": []})
-    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=lambda s: found)
+    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=_factory(ecr=found))
     assert report.ok, report.render()
     gone = _stubbed_ecr(
         {
@@ -93,10 +132,10 @@ def test_the_pinned_tag_is_checked_in_the_aws_dlc_registry_with_batch_get_image(
             "failures": [{"imageId": {"imageTag": "omni-sagemaker-cuda-v1.6"}, "failureCode": "ImageNotFound"}],
         }
     )
-    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=lambda s: gone)
+    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=_factory(ecr=gone))
     assert not report.ok and "ImageNotFound" in _dlc(report).detail
     denied = _stubbed_ecr(error="AccessDeniedException")
-    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=lambda s: denied)
+    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=_factory(ecr=denied))
     assert not report.ok
     assert (
         preflight.image_check_command("763104351884", "vllm", "omni-sagemaker-cuda-v1.6", REGION) in _dlc(report).detail
@@ -147,8 +186,8 @@ def _network(clients: Any, zones: tuple[str, str]) -> dict[str, str]:
 
 
 def _with_acm(clients: Any, status: str) -> Any:
-    acm = _acm(status)
-    return lambda service: acm if service == "acm" else clients(service)
+    acm, quotas = _acm(status), _quotas({}, ENOUGH)
+    return lambda service: {"acm": acm, "service-quotas": quotas}.get(service) or clients(service)
 
 
 def test_voice_network_that_would_deploy(aws: Any) -> None:
