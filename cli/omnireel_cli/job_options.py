@@ -35,6 +35,10 @@ JOB_FIELDS: list[JobField] = [
     JobField("--height", ("video", "height"), int, "video height, 128..1280, x16 (default 320)"),
     JobField("--frames", ("video", "num_frames"), int, "video frames, 4k+1 in 5..161 (default 17)"),
     JobField("--fps", ("video", "fps"), int, "video frames per second, 1..30 (default 8)"),
+    JobField("--video-prompt", ("video", "prompt"), str, "motion prompt of the video call (default: PROMPT)", "TEXT"),
+    JobField(
+        "--video-negative-prompt", ("video", "negative_prompt"), str, "negative prompt of the video call only", "TEXT"
+    ),
     JobField(
         "--steps",
         ("video", "num_inference_steps"),

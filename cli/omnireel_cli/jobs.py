@@ -22,7 +22,8 @@ STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_rend
 
 def build_request(prompt: str, *, frames: int | None = None, steps: int | None = None, size: str | None = None,
                   seed: int | None = None, fps: int | None = None, image_size: str | None = None,
-                  image_steps: int | None = None) -> dict[str, Any]:  # fmt: skip
+                  image_steps: int | None = None, video_prompt: str | None = None,
+                  video_negative_prompt: str | None = None) -> dict[str, Any]:  # fmt: skip
     """A POST /jobs body for callers in code (smoke); the CLI's flags go through ``job_options``."""
     width = height = None
     if size:
@@ -39,6 +40,8 @@ def build_request(prompt: str, *, frames: int | None = None, steps: int | None =
         ("video", "num_frames"): frames,
         ("video", "num_inference_steps"): steps,
         ("video", "fps"): fps,
+        ("video", "prompt"): video_prompt,
+        ("video", "negative_prompt"): video_negative_prompt,
     }
     return job_options.build_request(prompt, values)
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import invoke, job_options, jobs, local_stack, smoke, tts
+from . import invoke, job_options, jobs, local_stack, preflight, smoke, tts
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
@@ -267,6 +267,23 @@ def build_parser() -> argparse.ArgumentParser:
         "else OMNIREEL_AWS_CLI. Its exit code is passed through.",
     )  # fmt: skip
     aws.add_argument("aws_args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the AWS CLI")
+
+    pre = commands.add_parser(
+        "preflight", help="before sam deploy: template rules, name lengths, the DLC tag, voice network (make deploy)",
+        description="Checks what would otherwise fail only after the SageMaker endpoints spent 20-60 minutes starting: "
+        "the template's Rules with the profile's parameters, the stack name (lower case; the inbox bucket "
+        "<stack>-inbox-<account>-<region> must fit 63 characters), and - with AWS credentials for the target "
+        "account - that the DLC image tag exists in the region, and (voice on) the subnets, certificate and relay "
+        "image. Exit 0 if everything passes, 2 otherwise.",
+    )  # fmt: skip
+    pre.add_argument("--config-env", default="dev", help="samconfig.toml profile (default dev)")
+    pre.add_argument("--region", required=True, help="target region")
+    pre.add_argument("--stack-name", help="stack name (default: the profile's)")
+    pre.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter override on top of the profile's (repeatable)",
+    )  # fmt: skip
+    pre.add_argument("--offline", action="store_true", help="template and names only (no AWS calls)")
     return parser
 
 
@@ -463,6 +480,31 @@ def cmd_aws(args: argparse.Namespace) -> int:
     return aws_cli.run(args.aws_args)
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    try:
+        stack, overrides = preflight.profile(args.config_env)
+        overrides.update(dict(item.split("=", 1) for item in args.parameter))
+    except ValueError as exc:
+        raise UsageError(f"{exc} (--parameter takes NAME=VALUE)") from exc
+    stack = args.stack_name or stack
+    clients, account = None, None
+    if not args.offline:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        session = boto3.session.Session(region_name=args.region)
+        try:
+            account = session.client("sts").get_caller_identity()["Account"]
+        except (BotoCoreError, ClientError) as exc:
+            raise UsageError(
+                f"no AWS credentials for {args.region} ({exc}); use --offline for template checks"
+            ) from exc
+        clients = session.client
+    report = preflight.run(stack, args.region, overrides, clients=clients, account=account)
+    print(report.render(), flush=True)
+    return 0 if report.ok else EXIT_USAGE
+
+
 COMMANDS = {
     "local": cmd_local,
     "submit": cmd_submit,
@@ -476,6 +518,7 @@ COMMANDS = {
     "invoke": cmd_invoke,
     "logs": cmd_logs,
     "aws": cmd_aws,
+    "preflight": cmd_preflight,
 }
 
 

@@ -16,7 +16,8 @@ def test_submit_sends_every_job_field(stack: LocalStack) -> None:
     result = stack.cli(
         "submit", "a lighthouse at dusk", "--negative-prompt", "blurry, text", "--guidance-scale", "6.5",
         "--image-size", "512x512", "--image-steps", "2", "--width", "320", "--height", "256", "--frames", "9",
-        "--fps", "12", "--steps", "2", "--seed", "11", "--json",
+        "--fps", "12", "--steps", "2", "--seed", "11", "--video-prompt", "the beam sweeps the sea",
+        "--video-negative-prompt", "flicker", "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     job_id = json.loads(result.stdout)["job_id"]
@@ -25,7 +26,10 @@ def test_submit_sends_every_job_field(stack: LocalStack) -> None:
     assert request["guidance_scale"] == 6.5
     assert request["seed"] == 11
     assert request["image"] == {"size": "512x512", "num_inference_steps": 2}
-    assert request["video"] == {"width": 320, "height": 256, "num_frames": 9, "fps": 12, "num_inference_steps": 2}
+    assert request["video"] == {
+        "width": 320, "height": 256, "num_frames": 9, "fps": 12, "num_inference_steps": 2,
+        "prompt": "the beam sweeps the sea", "negative_prompt": "flicker",
+    }  # fmt: skip
 
 
 def test_drop_prints_the_job_id(stack: LocalStack, tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_flags_build_the_request_body() -> None:
     args = build_parser().parse_args(
         ["submit", "a fox", "--negative-prompt", "blurry", "--guidance-scale", "7.5", "--image-size", "512x512",
          "--image-steps", "2", "--fps", "12", "--width", "320", "--height", "256", "--frames", "9", "--steps", "4",
-         "--seed", "7"]
+         "--seed", "7", "--video-prompt", "pan left", "--video-negative-prompt", "shake"]
     )  # fmt: skip
     body = job_options.request_from_args(args, args.prompt)
     assert body == {
@@ -49,7 +49,15 @@ def test_flags_build_the_request_body() -> None:
         "guidance_scale": 7.5,
         "seed": 7,
         "image": {"size": "512x512", "num_inference_steps": 2},
-        "video": {"width": 320, "height": 256, "num_frames": 9, "fps": 12, "num_inference_steps": 4},
+        "video": {
+            "width": 320,
+            "height": 256,
+            "num_frames": 9,
+            "fps": 12,
+            "num_inference_steps": 4,
+            "prompt": "pan left",
+            "negative_prompt": "shake",
+        },
     }
     JobRequest.model_validate(body, strict=True)  # the API's own model accepts it as is
     assert job_options.request_from_args(build_parser().parse_args(["submit", "p"]), "p") == {"prompt": "p"}
@@ -65,7 +73,7 @@ def test_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) 
     assert main(["sumbit", "p"]) == 2
     assert "did you mean: submit?" in capsys.readouterr().err
     assert main(["submit", "p", "--negativ-prompt", "x"]) == 2
-    assert "did you mean: --negative-prompt?" in capsys.readouterr().err
+    assert "did you mean: --negative-prompt" in capsys.readouterr().err
     assert main(["local", "stat"]) == 2
     assert "did you mean: status?" in capsys.readouterr().err
 
