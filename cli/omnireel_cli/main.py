@@ -446,6 +446,11 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     started = time.monotonic()
     target = _target(args)
     print(smoke.header(target, args.out), flush=True)
+    image_ok = True
+    if getattr(args, "stack", None):  # the pinned DLC tag still exists in the stack's region (issue 16)
+        image = preflight.deployed_image_report(target.session(), args.stack)
+        print("\n".join(image.render().splitlines()[:-1]), flush=True)
+        image_ok = image.ok
     checks = smoke.run(
         target,
         args.out,
@@ -457,7 +462,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     )
     ok, verdict = smoke.summary(checks, time.monotonic() - started)
     print(verdict, flush=True)
-    return 0 if ok else EXIT_JOB_FAILED
+    return 0 if ok and image_ok else EXIT_JOB_FAILED
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:

@@ -148,6 +148,7 @@ class Stack:
             self.account_id,
             self.admin,
             lambda role: roles.get(role, "sagemaker.amazonaws.com", "omnireel-local-sagemaker"),
+            start_container=self._start_container_on_demand,
         )
         sqs = self._client("sqs")
 
@@ -218,6 +219,7 @@ class Stack:
             self._wait_http(f"{url}/ping", deadline, f"emulator for {model_name}", EMULATOR_START_TIMEOUT_S)
             self.hosting.attach(model_name, url)
         self.state["emulators"] = emulators
+        self.hosting.template_containers_attached()
         if relay:
             self._wait_relay(relay)
 
@@ -284,6 +286,17 @@ class Stack:
             argv += ["--model", env["SM_VLLM_MODEL"]]
         self._spawn(f"emulator-{model_name}", argv, child_env)
         return f"http://127.0.0.1:{port}"
+
+    def _start_container_on_demand(self, model_name: str, env: dict[str, str]) -> str:
+        """An emulator for a DLC-image model created outside the template (CreateEndpoint through the local AWS, e.g.
+        the AWS sample's deploy.py): same process model as the template's, supervised and stopped with the stack."""
+        url = self._start_emulator(model_name, env)
+        self._wait_http(f"{url}/ping", time.monotonic() + EMULATOR_START_TIMEOUT_S, f"emulator for {model_name}",
+                        EMULATOR_START_TIMEOUT_S)  # fmt: skip
+        with self._state_lock:
+            self.state.setdefault("emulators", {})[model_name] = url
+        self.save()
+        return url
 
     def _wait_http(self, url: str, deadline: float, what: str, budget: float) -> None:
         while time.monotonic() < deadline:
