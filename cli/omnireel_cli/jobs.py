@@ -242,6 +242,9 @@ def receive(sqs: Any, url: str, wait_s: int) -> list[dict[str, Any]]:
 
 
 def event_line(event: dict[str, Any]) -> str:
+    if event.get("event_type") == "batch.completed":
+        counts = " ".join(f"{k}={v}" for k, v in (event.get("counts") or {}).items())
+        return f"{event.get('occurred_at', '')} batch.completed {event.get('batch_id')} {counts}"
     line = f"{event.get('occurred_at', '')} {event.get('event_type')} {event.get('job_id')}"
     total = (event.get("timings") or {}).get("total_s")
     if total is not None:

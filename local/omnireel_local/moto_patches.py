@@ -70,6 +70,10 @@ def _iso_now() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
+# SQS event source mappings created since the patches were applied: (uuid, spec); run by event_sources.SqsPollers.
+SQS_EVENT_SOURCES: list[tuple[str, dict[str, Any]]] = []
+
+
 class AsyncInvoker:
     """Event-driven (asynchronous) Lambda invocations, as the Lambda service runs them for S3 and SNS.
 
@@ -81,6 +85,10 @@ class AsyncInvoker:
         self._run = run
         self._sqs_send = sqs_send
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lambda-async")
+
+    def run(self, fn: Any, payload: str) -> InvokeResult:
+        """A synchronous invocation (what an event source mapping's poller does)."""
+        return self._run(fn, payload)
 
     def submit(self, fn: Any, payload: str, source: str) -> None:
         self._pool.submit(self._invoke, fn, payload, source)
@@ -431,6 +439,27 @@ def apply(
 
     Rule.send_to_targets = send_to_targets
 
+    # 14. Lambda SQS event source mappings: moto delivers inline, inside SendMessage (the sender blocks for the
+    #    consumer's whole run, one message per invocation, no partial batch responses, no MaximumConcurrency). The
+    #    mapping is created as moto stores it (Get/ListEventSourceMappings work) but detached from the queue, and the
+    #    local poller fleet (event_sources.py) runs it as the Lambda service does.
+    from moto.awslambda.models import LambdaBackend
+
+    original_create_esm = LambdaBackend.create_event_source_mapping
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        from moto.sqs.models import sqs_backends
+
+        esm = original_create_esm(self, spec)
+        if ":sqs:" in str(spec.get("EventSourceArn")):
+            for queue in sqs_backends[self.account_id][self.region_name].queues.values():
+                if queue.queue_arn == spec["EventSourceArn"]:
+                    queue.lambda_event_source_mappings.pop(esm.function_arn, None)
+            SQS_EVENT_SOURCES.append((esm.uuid, dict(spec)))
+        return esm
+
+    LambdaBackend.create_event_source_mapping = create_event_source_mapping
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -451,7 +480,14 @@ def enforce_iam(moto_endpoint: str) -> None:
 # Signing names whose IAM action prefix differs (the credential scope names the signing name).
 _IAM_PREFIX = {"monitoring": "cloudwatch", "email": "ses"}
 # API operations whose IAM action has another name (Service Authorization Reference).
-_ACTION_ALIASES = {"lambda:Invoke": "lambda:InvokeFunction", "lambda:InvokeWithResponseStream": "lambda:InvokeFunction"}
+_ACTION_ALIASES = {
+    "lambda:Invoke": "lambda:InvokeFunction",
+    "lambda:InvokeWithResponseStream": "lambda:InvokeFunction",
+    # SQS batch calls are authorised as their single-message action (there is no sqs:SendMessageBatch permission).
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+}
 # Query-protocol and REST-XML services answer errors in XML; the others in JSON.
 _JSON_SERVICES = {"dynamodb", "lambda", "states", "sagemaker", "events", "secretsmanager", "logs", "sqs"}
 
@@ -638,6 +674,14 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         principal = iam_policy.Principal(key.arn, account)
         context = iam_policy.request_context(prefix, action, path, self.data, self.raw_body, principal)
         decision, why = decide(key, action, resource, context, account)
+        items = iam_policy.transaction_items(action, self.raw_body, self.region, account)
+        if items:  # a DynamoDB transaction: every item's own action on its own table must be allowed
+            decision, why = iam_policy.ALLOW, ""
+            for item_action, item_resource in items:
+                decision, why = decide(key, item_action, item_resource, context, account)
+                if decision != iam_policy.ALLOW:
+                    action, resource = item_action, item_resource
+                    break
         if decision == iam_policy.ALLOW and action == "sts:AssumeRole":
             from moto.iam.models import iam_backends
 
