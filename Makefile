@@ -16,7 +16,7 @@ NODE_STAMP  := node_modules/.installed
 # Quiet pip's notes about local mirrors that do not exist on every machine.
 PIP_FILTER  := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help venv sam-venv checkov-venv checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image
+.PHONY: help venv sam-venv checkov-venv checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image preflight deploy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -96,6 +96,15 @@ bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/relia
 	@$(PY) bench/orchestration_overhead.py
 	@$(PY) bench/load.py
 	@$(PY) bench/reliability.py
+
+ENV ?= dev
+preflight: $(STAMP) ## checks that would fail a deploy late (rules, names, DLC tag, network): make preflight ENV=dev REGION=r
+	@test -n "$(REGION)" || { echo "usage: make preflight ENV=dev|prod REGION=<region> [STACK=name]" >&2; exit 2; }
+	@$(VENV)/bin/omnireel preflight --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
+
+deploy: preflight $(SAM_STAMP) ## preflight, sam build, sam deploy: make deploy ENV=dev|prod REGION=r [STACK=name]
+	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
+	@SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
 
 smoke: $(STAMP) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
 	@$(VENV)/bin/omnireel smoke $(if $(STACK),--stack $(STACK))

@@ -21,7 +21,8 @@ STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_rend
 
 def build_request(prompt: str, *, frames: int | None = None, steps: int | None = None, size: str | None = None,
                   seed: int | None = None, fps: int | None = None, image_size: str | None = None,
-                  image_steps: int | None = None) -> dict[str, Any]:  # fmt: skip
+                  image_steps: int | None = None, video_prompt: str | None = None,
+                  video_negative_prompt: str | None = None) -> dict[str, Any]:  # fmt: skip
     request: dict[str, Any] = {"prompt": prompt}
     if seed is not None:
         request["seed"] = seed
@@ -38,6 +39,10 @@ def build_request(prompt: str, *, frames: int | None = None, steps: int | None =
         video["num_inference_steps"] = steps
     if fps is not None:
         video["fps"] = fps
+    if video_prompt is not None:
+        video["prompt"] = video_prompt
+    if video_negative_prompt is not None:
+        video["negative_prompt"] = video_negative_prompt
     if video:
         request["video"] = video
     image: dict[str, Any] = {}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import batches, jobs, local_stack, smoke, tts
+from . import batches, jobs, local_stack, preflight, smoke, tts
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
@@ -35,6 +35,8 @@ def _add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed for image and video")
     parser.add_argument("--image-size", help="image WIDTHxHEIGHT (default 1024x1024)")
     parser.add_argument("--image-steps", type=int, help="image inference steps (default 4)")
+    parser.add_argument("--video-prompt", help="motion prompt of the video call (default: PROMPT)")
+    parser.add_argument("--video-negative-prompt", help="negative prompt of the video call only")
     parser.add_argument("--timeout", type=float, default=600.0, help="max seconds to wait for the job (default 600)")
 
 
@@ -48,6 +50,8 @@ def _request(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
         fps=args.fps,
         image_size=args.image_size,
         image_steps=args.image_steps,
+        video_prompt=args.video_prompt,
+        video_negative_prompt=args.video_negative_prompt,
     )
 
 
@@ -182,6 +186,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip", action="append", default=[], choices=smoke.CHECKS, metavar="CHECK",
         help="leave out a check: image, video or tts (repeatable)",
     )  # fmt: skip
+
+    pre = commands.add_parser(
+        "preflight", help="before sam deploy: template rules, name lengths, the DLC tag, voice network (make deploy)",
+        description="Checks what would otherwise fail only after the SageMaker endpoints spent 20-60 minutes starting: "
+        "the template's Rules with the profile's parameters, the stack name (lower case; the inbox bucket "
+        "<stack>-inbox-<account>-<region> must fit 63 characters), and - with AWS credentials for the target "
+        "account - that the DLC image tag exists in the region, and (voice on) the subnets, certificate and relay "
+        "image. Exit 0 if everything passes, 2 otherwise.",
+    )  # fmt: skip
+    pre.add_argument("--config-env", default="dev", help="samconfig.toml profile (default dev)")
+    pre.add_argument("--region", required=True, help="target region")
+    pre.add_argument("--stack-name", help="stack name (default: the profile's)")
+    pre.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter override on top of the profile's (repeatable)",
+    )  # fmt: skip
+    pre.add_argument("--offline", action="store_true", help="template and names only (no AWS calls)")
     return parser
 
 
@@ -372,6 +393,31 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 0 if ok else EXIT_JOB_FAILED
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    try:
+        stack, overrides = preflight.profile(args.config_env)
+        overrides.update(dict(item.split("=", 1) for item in args.parameter))
+    except ValueError as exc:
+        raise UsageError(f"{exc} (--parameter takes NAME=VALUE)") from exc
+    stack = args.stack_name or stack
+    clients, account = None, None
+    if not args.offline:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        session = boto3.session.Session(region_name=args.region)
+        try:
+            account = session.client("sts").get_caller_identity()["Account"]
+        except (BotoCoreError, ClientError) as exc:
+            raise UsageError(
+                f"no AWS credentials for {args.region} ({exc}); use --offline for template checks"
+            ) from exc
+        clients = session.client
+    report = preflight.run(stack, args.region, overrides, clients=clients, account=account)
+    print(report.render(), flush=True)
+    return 0 if report.ok else EXIT_USAGE
+
+
 COMMANDS = {
     "local": cmd_local,
     "submit": cmd_submit,
@@ -383,6 +429,7 @@ COMMANDS = {
     "tts": cmd_tts,
     "tts-proxy": cmd_tts_proxy,
     "smoke": cmd_smoke,
+    "preflight": cmd_preflight,
 }
 
 

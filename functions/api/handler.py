@@ -3,7 +3,9 @@
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
-reused key with a different body is a 409. Error messages are bounded (``omnireel.bounded``).
+reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and the
+resolver's exception handlers below map each to its status (400, 404, 409) with a bounded message
+(``omnireel.bounded``).
 """
 
 import base64
@@ -23,9 +25,9 @@ from omnireel.batch_intake import BatchIntake
 from omnireel.batch_progress import batch_view
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
-from omnireel.errors import IdempotencyConflict, InvalidRequest
+from omnireel.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from omnireel.job_view import job_view
 from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.outcome import job_view
 from omnireel.request import parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
@@ -59,23 +61,20 @@ def _caller() -> str:
 def create_job() -> Response:
     key = app.current_event.headers.get("idempotency-key")
     if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
+        raise InvalidRequest(
+            "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]", code="InvalidIdempotencyKey"
+        )
     body = app.current_event.body
     if body and app.current_event.is_base64_encoded:
         body = base64.b64decode(body)  # bytes: parse_job_request_json reports invalid UTF-8 as a 400
     if not body:
-        return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
-    try:
-        request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
-        caller = _caller()
-        natural_key = f"api:{caller}:{key}" if key else None
-        job, created = submit_job(
-            request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
-        )
-    except InvalidRequest as exc:
-        return _error(400, exc.code, exc.message)
-    except IdempotencyConflict as exc:
-        return _error(409, exc.code, exc.message)
+        raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
+    request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
+    caller = _caller()
+    natural_key = f"api:{caller}:{key}" if key else None
+    job, created = submit_job(
+        request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
+    )
     if created:
         metrics.add_metric(name="jobs_accepted", unit=MetricUnit.Count, value=1)
     status_url = f"/jobs/{job.job_id}"
@@ -91,12 +90,12 @@ def create_job() -> Response:
 @tracer.capture_method
 def get_job(job_id: str) -> Response:
     if not _JOB_ID.match(job_id):
-        return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
+        raise JobNotFound(f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
     job = jobs.find(job_id)
     # A job submitted through the API is visible to its submitter only (inbox drops have no owner): another
     # caller gets the same 404 as for an unknown id, so ids reveal nothing.
     if job is None or (job.owner is not None and job.owner != _caller()):
-        return _error(404, "JobNotFound", f"no job with id {job_id}")
+        raise JobNotFound(f"no job with id {job_id}")
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
 
 
@@ -117,12 +116,8 @@ def create_batch() -> Response:
         return _error(400, "InvalidRequest", f"the body is not JSON: {exc}")
     if not isinstance(data, dict) or set(data) != {"jobs"}:
         return _error(400, "InvalidRequest", 'send {"jobs": [ ... ]}: an object with only a "jobs" array')
-    try:
-        batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key)
-    except InvalidRequest as exc:
-        return _error(400, exc.code, exc.message)
-    except IdempotencyConflict as exc:
-        return _error(409, exc.code, exc.message)
+    # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
+    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key)
     if created:
         metrics.add_metric(name="batches_accepted", unit=MetricUnit.Count, value=1)
     status_url = f"/batches/{batch.batch_id}"
@@ -142,6 +137,21 @@ def get_batch(batch_id: str) -> Response:
     if found is None or (found.owner is not None and found.owner != _caller()):
         return _error(404, "BatchNotFound", f"no batch with id {bounded(batch_id, MAX_ECHO_CHARS)}")
     return Response(200, content_types.APPLICATION_JSON, batch_view(found, artifacts, settings.presign_seconds))
+
+
+@app.exception_handler(InvalidRequest)
+def invalid_request(exc: InvalidRequest) -> Response:
+    return _error(400, exc.code, exc.message)
+
+
+@app.exception_handler(JobNotFound)
+def job_not_found(exc: JobNotFound) -> Response:
+    return _error(404, exc.code, exc.message)
+
+
+@app.exception_handler(IdempotencyConflict)
+def idempotency_conflict(exc: IdempotencyConflict) -> Response:
+    return _error(409, exc.code, exc.message)
 
 
 @app.not_found

@@ -212,6 +212,17 @@ def open_shard_for(job_id: str) -> str:
 OPEN_SHARDS = "0123456789abcdef"
 
 
+# Fields added to the request after records were first written: left out of the fingerprint while unset, so a retry
+# of a request made before they existed (same Idempotency-Key, same body) still matches its record.
+_LATER_FIELDS: dict[str, tuple[str, ...]] = {"": (), "video": ("prompt", "negative_prompt")}
+
+
 def fingerprint(request: JobRequest) -> str:
-    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    data = request.model_dump(mode="json")
+    for section, names in _LATER_FIELDS.items():
+        target = data[section] if section else data
+        for name in names:
+            if target.get(name) is None:
+                target.pop(name, None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -45,6 +45,22 @@ class ImageOptions(BaseModel):
         return int(self.size.split("x")[1])
 
 
+_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _check_prompt(value: str) -> str:
+    # Blank includes invisible-only text (zero-width spaces, BOMs, control characters).
+    if all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value):
+        raise ValueError("must not be blank")
+    return _no_nul(value)
+
+
 class VideoOptions(BaseModel):
     """Parameters of the async video call (Wan2.1-VACE), sent as multipart text parts."""
 
@@ -55,6 +71,22 @@ class VideoOptions(BaseModel):
     num_frames: int = Field(default=17, ge=5, le=161, description="4k+1 frames, as Wan2.1 expects")
     fps: int = Field(default=8, ge=1, le=30)
     num_inference_steps: int = Field(default=30, ge=1, le=100)
+    prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = Field(
+        default=None, description="the motion prompt of the video call (default: the job's prompt)"
+    )
+    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = Field(
+        default=None, description="the video call's negative prompt (default: the job's negative_prompt)"
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _motion_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _check_prompt(value)
+
+    @field_validator("negative_prompt")
+    @classmethod
+    def _motion_negative_no_nul(cls, value: str | None) -> str | None:
+        return None if value is None else _no_nul(value)
 
     @field_validator("num_frames")
     @classmethod
@@ -62,15 +94,6 @@ class VideoOptions(BaseModel):
         if (value - 1) % 4:
             raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
         return value
-
-
-_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
 
 
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
@@ -91,10 +114,7 @@ class JobRequest(BaseModel):
     @field_validator("prompt")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        # Blank includes invisible-only text (zero-width spaces, BOMs, control characters).
-        if all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value):
-            raise ValueError("must not be blank")
-        return _no_nul(value)
+        return _check_prompt(value)
 
     @field_validator("negative_prompt")
     @classmethod

@@ -18,13 +18,17 @@ class VideoRequestBody:
 
 
 def video_form_fields(request: JobRequest, reference: VideoReference, model_id: str | None) -> list[tuple[str, str]]:
-    """Every text part, in the order the container reads them; optional fields only when set."""
+    """Every text part, in the order the container reads them; optional fields only when set.
+
+    The motion prompt (``video.prompt``) and ``video.negative_prompt`` replace the job's own for this call only.
+    """
     video = request.video
+    negative_prompt = video.negative_prompt or request.negative_prompt
     fields: list[tuple[str, str]] = []
     if model_id:
         fields.append(("model", model_id))
     fields += [
-        ("prompt", request.prompt),
+        ("prompt", video.prompt or request.prompt),
         ("image_reference", reference.part_text),
         ("width", str(video.width)),
         ("height", str(video.height)),
@@ -35,8 +39,8 @@ def video_form_fields(request: JobRequest, reference: VideoReference, model_id: 
     ]
     if request.seed is not None:
         fields.append(("seed", str(request.seed)))
-    if request.negative_prompt:
-        fields.append(("negative_prompt", request.negative_prompt))
+    if negative_prompt:
+        fields.append(("negative_prompt", negative_prompt))
     return fields
 
 

@@ -97,3 +97,31 @@ def test_nul_characters_are_rejected_in_both_prompts():
         parse_job_request({"prompt": "a\x00b"})
     with pytest.raises(InvalidRequest, match="negative_prompt: must not contain NUL"):
         parse_job_request({"prompt": "ok", "negative_prompt": "x\x00"})
+
+
+@pytest.mark.parametrize(
+    ("video", "fragment"),
+    [
+        ({"prompt": ""}, "video.prompt: String should have at least 1 character"),
+        ({"prompt": " \u200b"}, "video.prompt: must not be blank"),
+        ({"prompt": "a\x00"}, "video.prompt: must not contain NUL"),
+        ({"prompt": "x" * (MAX_PROMPT_CHARS + 1)}, "video.prompt: String should have at most 2000 characters"),
+        ({"prompt": 7}, "video.prompt: Input should be a valid string"),
+        ({"negative_prompt": "x\x00"}, "video.negative_prompt: must not contain NUL"),
+        ({"negative_prompt": "x" * (MAX_PROMPT_CHARS + 1)}, "video.negative_prompt: String should have at most"),
+    ],
+)
+def test_the_motion_prompts_are_checked_like_the_prompts(video, fragment):
+    with pytest.raises(InvalidRequest) as caught:
+        parse_job_request({"prompt": "ok", "video": video})
+    assert fragment in caught.value.message
+
+
+def test_a_fingerprint_made_before_the_motion_prompt_existed_still_matches():
+    from omnireel.job import fingerprint
+
+    # The fingerprint of {"prompt": "p"} as records written before video.prompt existed hold it.
+    before = "431dce9ba02625a19c7227de16c8cf3992508c8c95aec78fcc19c2def0ea1144"
+    request = parse_job_request({"prompt": "p"})
+    assert fingerprint(request) != fingerprint(parse_job_request({"prompt": "p", "video": {"prompt": "q"}}))
+    assert fingerprint(request) == before

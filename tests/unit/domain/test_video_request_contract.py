@@ -91,3 +91,32 @@ def test_the_container_parser_rejects_an_oversize_text_part(reference):
     with pytest.raises(MultiPartException) as caught:
         parse_like_the_container(staged.body, staged.content_type)
     assert "Part exceeded maximum size of 1024KB" in caught.value.message
+
+
+def test_the_motion_prompt_replaces_the_prompt_in_the_video_call_only(reference):
+    from omnireel.steps import image_request_body
+
+    request = parse_job_request(
+        {
+            "prompt": "a lighthouse at dusk",
+            "negative_prompt": "text",
+            "video": {"prompt": "the camera pans slowly left, waves roll in", "negative_prompt": "jitter"},
+        }
+    )
+    staged = build_video_request(request, reference)
+    form = parse_like_the_container(staged.body, staged.content_type)
+    assert form["prompt"] == ["the camera pans slowly left, waves roll in"]
+    assert form["negative_prompt"] == ["jitter"]
+    image = image_request_body(request, None)
+    assert (image["prompt"], image["negative_prompt"]) == ("a lighthouse at dusk", "text")
+
+
+def test_without_a_motion_prompt_the_video_call_uses_the_prompts(reference):
+    request = parse_job_request({"prompt": "a lighthouse", "negative_prompt": "text", "video": {"prompt": None}})
+    form = parse_like_the_container(*_staged(request, reference))
+    assert (form["prompt"], form["negative_prompt"]) == (["a lighthouse"], ["text"])
+
+
+def _staged(request, reference):
+    staged = build_video_request(request, reference)
+    return staged.body, staged.content_type
