@@ -23,7 +23,7 @@ from .helpers import JobEvents
 pytestmark = pytest.mark.e2e
 
 SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
-BATCH_TIMEOUT_S = 240
+BATCH_TIMEOUT_S = 480  # bounded; generous because the machine is shared (2 cores)
 
 
 def _job(i: int) -> dict:
