@@ -93,7 +93,7 @@ class PollingClient:
     def run(self, raw_request: dict[str, Any], timeout_s: float = 300) -> dict[str, Any]:
         from omnireel.aws.sagemaker import IMAGE_ROUTE, VIDEO_ROUTE, decode_image_response
         from omnireel.image_request import image_request_body
-        from omnireel.media import prepare_video_reference
+        from omnireel.reference_image import prepare_video_reference
         from omnireel.request import parse_job_request
         from omnireel.video_request import build_video_request
 
@@ -139,7 +139,7 @@ def measure_model_time(stack: IsolatedStack, polling: PollingClient, n: int = 5)
     """Container service time of the same requests, called directly on the emulators (median of n)."""
     from omnireel.aws.sagemaker import IMAGE_ROUTE, VIDEO_ROUTE
     from omnireel.image_request import image_request_body
-    from omnireel.media import prepare_video_reference
+    from omnireel.reference_image import prepare_video_reference
     from omnireel.request import parse_job_request
     from omnireel.video_request import build_video_request
 

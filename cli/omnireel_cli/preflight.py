@@ -10,7 +10,8 @@ endpoints have spent 20-60 minutes starting. ``make deploy`` runs this before ``
   itself, so a changed name expression is checked as written,
 - with the target account (skipped with ``--offline``): the DLC image tag exists in the region's registry
   (``ecr:BatchGetImage``, the call a pull makes), and with voice on, the subnets exist in ``VpcId`` (the public ones
-  in two or more AZs), the certificate is ISSUED in the region and the relay image exists in ECR.
+  in two or more AZs), the certificate is ISSUED in the region and the relay image exists in this account's ECR, and
+  the "<type> for endpoint usage" quotas cover every instance pool member and the video endpoint's maximum.
 """
 
 from __future__ import annotations
@@ -214,8 +215,76 @@ def check_image_exists(report: Report, ecr: Any, account: str, repository: str, 
     )
 
 
+# ---------------------------------------------------------------- instance pools
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+
+
+def check_pools(report: Report, values: Mapping[str, Any]) -> None:
+    """What Rules cannot see in a pool list: more than 4 entries (the template reads 4 slots: a 5th is dropped
+    without a word), a malformed type (CreateEndpointConfig refuses it while other endpoints are starting), a
+    repeated type (it adds no fallback: almost certainly a typo)."""
+    problems = []
+    for parameter in ("ImageInstanceTypes", "TtsInstanceTypes"):
+        pools = [str(p) for p in values[parameter]]
+        if len(pools) > 4:
+            problems.append(f"{parameter} has {len(pools)} entries; the template uses at most 4")
+        bad = [p for p in pools if p and not _INSTANCE_TYPE.match(p)]
+        if bad:
+            problems.append(f"{parameter}: {', '.join(bad)} is not an ml.* instance type")
+        if len(set(pools)) != len(pools):
+            problems.append(f"{parameter} repeats a type")
+    report.add("instance pools", not problems, "; ".join(problems) or "1-4 distinct ml.* types per endpoint")
+
+
+# ---------------------------------------------------------------- endpoint quotas
+def quota_needs(values: Mapping[str, Any]) -> dict[str, int]:
+    """Instances per type the endpoints may hold at once. SageMaker checks the quota of every type in a variant's
+    instance pools, not only the one it gets: each pool member needs room for that endpoint's instance."""
+    needs: dict[str, int] = {}
+    pools = list(values["ImageInstanceTypes"]) + (list(values["TtsInstanceTypes"]) if values["EnableVoice"] == "true"
+                                                   else [])  # fmt: skip
+    for instance_type in pools:
+        needs[instance_type] = needs.get(instance_type, 0) + 1
+    video = str(values["VideoInstanceType"])
+    needs[video] = needs.get(video, 0) + max(1, int(values["VideoMaxCapacity"]))
+    return needs
+
+
+def _quota_values(quotas: Any) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for operation in ("list_aws_default_service_quotas", "list_service_quotas"):  # applied values win
+        for page in quotas.get_paginator(operation).paginate(ServiceCode="sagemaker"):
+            for quota in page.get("Quotas", []):
+                name = str(quota.get("QuotaName", ""))
+                if name.endswith(" for endpoint usage"):
+                    found[name.removesuffix(" for endpoint usage")] = float(quota.get("Value", 0))
+    return found
+
+
+def check_quotas(report: Report, quotas: Any, values: Mapping[str, Any]) -> None:
+    """A zero quota fails CreateEndpoint only after the other endpoints started (new accounts have 0 for GPUs)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    needs = quota_needs(values)
+    try:
+        have = _quota_values(quotas)
+    except (BotoCoreError, ClientError) as exc:
+        report.add("endpoint quotas", True, f"not checked ({exc}); request: " + ", ".join(
+            f"{t} for endpoint usage >= {n}" for t, n in sorted(needs.items())))  # fmt: skip
+        return
+    short = [f"{t} for endpoint usage is {have[t]:.0f}, needs {n}" for t, n in sorted(needs.items())
+             if t in have and have[t] < n]  # fmt: skip
+    unknown = sorted(t for t in needs if t not in have)
+    detail = "; ".join(short) or ", ".join(f"{t} >= {n}" for t, n in sorted(needs.items()))
+    if unknown:
+        detail += f" (no quota found for {', '.join(unknown)}: check Service Quotas)"
+    report.add("endpoint quotas", not short, detail + ("" if short else " (minus what other endpoints use)"))
+
+
 # ---------------------------------------------------------------- voice network (what Rules cannot look up)
-def check_voice(report: Report, clients: Callable[[str], Any], region: str, params: Mapping[str, str]) -> None:
+def check_voice(
+    report: Report, clients: Callable[[str], Any], region: str, params: Mapping[str, str], account: str | None = None
+) -> None:
     from botocore.exceptions import ClientError
 
     vpc = params.get("VpcId", "")
@@ -249,12 +318,36 @@ def check_voice(report: Report, clients: Callable[[str], Any], region: str, para
     match = _ECR_URI.match(params.get("RelayImageUri", ""))
     if not match:
         report.add("relay image", False, f"RelayImageUri {params.get('RelayImageUri', '')!r} is not an ECR image URI")
-    elif match["region"] != region:
-        report.add("relay image", False, f"RelayImageUri is in {match['region']}; the relay pulls from {region} only")
+    elif match["region"] != region or (account and match["account"] != account):
+        report.add("relay image", False, f"RelayImageUri is in {match['account']}/{match['region']}; the relay's "
+                   f"execution role pulls only from this account's ECR in {region}")  # fmt: skip
     else:
         check_image_exists(report, clients("ecr"), match["account"], match["repository"],
                            match["tag"] or match["digest"], region)  # fmt: skip
         report.findings[-1].check = "relay image"
+
+
+def deployed_image_report(session: Any, stack: str, template: Mapping[str, Any] | None = None) -> Report:
+    """The DLC tag check for a deployed stack (``omnireel smoke --stack``): the image its parameters name, in its
+    region, still exists (a tag removed from the registry stops every scale-out and endpoint update)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    template = template if template is not None else load_template()
+    region = session.region_name
+    report = Report()
+    try:
+        described = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    except (BotoCoreError, ClientError) as exc:
+        report.add("dlc image", False, f"cannot read stack {stack} in {region}: {exc}")
+        return report
+    params = {p["ParameterKey"]: p.get("ParameterValue", "") for p in described.get("Parameters", [])}
+    try:
+        image = dlc_image(template, region, {k: v for k, v in params.items() if k == "DlcImageUri"})
+    except ValueError as exc:
+        report.add("dlc image", False, str(exc))
+        return report
+    check_image_exists(report, session.client("ecr"), *image, region)
+    return report
 
 
 # ---------------------------------------------------------------- entry point
@@ -279,6 +372,7 @@ def run(
     failures = cfn_rules.failed_assertions(template, params, stack_name=stack, region=region)
     report.add("template rules", not failures, "; ".join(failures) or f"{len(template.get('Rules', {}))} rules hold")
     check_names(report, template, stack, region, params, account or PLACEHOLDER_ACCOUNT)
+    check_pools(report, cfn_rules.parameter_values(template, params))
     try:
         image = dlc_image(template, region, params)
     except ValueError as exc:
@@ -291,6 +385,9 @@ def run(
     if image:
         check_image_exists(report, clients("ecr"), *image, region)
     values = cfn_rules.parameter_values(template, params)
+    if not constraints and not failures:
+        check_quotas(report, clients("service-quotas"), values)
     if values.get("EnableVoice") == "true" and not failures:
-        check_voice(report, clients, region, {k: ",".join(v) if isinstance(v, list) else v for k, v in values.items()})
+        flat = {k: ",".join(v) if isinstance(v, list) else v for k, v in values.items()}
+        check_voice(report, clients, region, flat, account)
     return report

@@ -4,9 +4,9 @@ Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` 
 ``docs/development.md``):
 
 - **models and rules** (no AWS, no I/O): ``batch``, ``batch_events``, ``bounded``, ``caller``, ``errors``,
-  ``events``, ``image_request``, ``job``, ``media``, ``notification``, ``request``, ``s3uri``, ``video_request``. They
-  import only each other and pure libraries (pydantic, Pillow, requests-toolbelt): never ``omnireel.aws``, boto3 or
-  botocore.
+  ``events``, ``image_request``, ``job``, ``media``, ``notification``, ``reference_image``, ``request``, ``s3uri``,
+  ``video_request``. They import only each other and pure libraries (pydantic, Pillow, pyvips, requests-toolbelt):
+  never ``omnireel.aws``, boto3 or botocore.
 - **use cases** (one operation each, written against the adapters): ``submission`` (accept a request), ``inbox`` (a
   dropped file becomes a job), ``steps`` (the pipeline's steps), ``outcome`` (finish a job: terminal transition and
   its one event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links),

@@ -20,9 +20,10 @@ from omnireel.errors import (
 )
 from omnireel.image_request import image_request_body
 from omnireel.job import Job, JobStatus
-from omnireel.media import check_mp4_boxes, prepare_video_reference
+from omnireel.media import check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
+from omnireel.reference_image import prepare_video_reference
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key, video_request_key
 from omnireel.video_request import build_video_request

@@ -26,6 +26,7 @@ MODELS_AND_RULES = {
     "job",
     "media",
     "notification",
+    "reference_image",
     "request",
     "s3uri",
     "video_request",
