@@ -172,12 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[target],
         help="run a JSONL file of job requests as one batch: `batch FILE.jsonl [--wait]` | `batch status ID`",
     )
-    batch.add_argument("what", nargs="+", metavar="FILE.jsonl | status ID")
+    batch.add_argument("what", nargs="+", metavar="FILE.jsonl | status ID", help="a .jsonl file, or: status BATCH_ID")
     batch.add_argument("--wait", action="store_true", help="wait until every job is terminal (batch.completed)")
     batch.add_argument("--api", action="store_true", help="send it as POST /batches (<= 1,000 lines) instead of a drop")
     batch.add_argument("--key", help="inbox object key (default prompts/<file name>)")
-    batch.add_argument("--timeout", type=float, default=3600.0)
-    batch.add_argument("--json", action="store_true")
+    batch.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after this many seconds")
+    batch.add_argument("--json", action="store_true", help="print the batch as JSON")
 
     demo = commands.add_parser("demo", parents=[target], help="local up + one prompt -> image -> video job")
     demo.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help="what to make (default: a paper boat ...)")

@@ -493,6 +493,14 @@ def apply(
 
     LambdaBackend.create_event_source_mapping = create_event_source_mapping
 
+    # 16. DynamoDB TransactWriteItems: moto deep-copies every table a transaction touches (O(table size) per call),
+    #    and when a condition fails it puts those copies back - discarding the writes other requests made meanwhile.
+    #    Under concurrent writers the copy itself fails ("dictionary changed size during iteration": a 500). AWS
+    #    isolates a transaction at the item level. The patch serialises the backend's writes with one lock (which also
+    #    makes a single conditional write's check-and-set atomic, as on AWS), checks every condition before writing,
+    #    applies the items only if all hold, and restores just those items if an apply fails. (Batch counts, issue 14.)
+    _patch_dynamodb_transactions()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -501,6 +509,91 @@ def apply(
         MOTO_VERSION,
     )
     return invoker
+
+
+def _patch_dynamodb_transactions() -> None:
+    """Patch 16 (see ``apply``)."""
+    import copy
+    import threading
+
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import (
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+        TransactWriteSingleOpException,
+    )
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+
+    def serialised(original: Callable[..., Any]) -> Callable[..., Any]:
+        def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(self, *args, **kwargs)
+
+        return locked
+
+    for name in ("put_item", "update_item", "delete_item"):
+        setattr(DynamoDBBackend, name, serialised(getattr(DynamoDBBackend, name)))
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        if len(transact_items) > 100:
+            raise TooManyTransactionsException()
+        with lock:
+            seen: set[tuple[str, str]] = set()
+            plan: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = []
+            errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+            for entry in transact_items:
+                if len(entry) > 1:
+                    raise TransactWriteSingleOpException
+                op_type, op = next(iter(entry.items()))
+                if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                    raise ValueError("Unsupported transaction operation")
+                table = self.get_table(op["TableName"])
+                if op_type == "Put":
+                    key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+                    if table.range_key_attr is not None:
+                        key[table.range_key_attr] = op["Item"][table.range_key_attr]
+                else:
+                    key = op["Key"]
+                identity = (op["TableName"], json.dumps(key, sort_keys=True))
+                if identity in seen:
+                    raise MultipleTransactionsException()
+                seen.add(identity)
+                current = self.get_item(op["TableName"], key)
+                condition = op.get("ConditionExpression")
+                names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                if condition is not None and not get_filter_expression(condition, names, values).expr(current):
+                    old = current.to_json()["Attributes"] if current is not None and (
+                        op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+                    ) else None  # fmt: skip
+                    errors.append(("ConditionalCheckFailed", "The conditional request failed", old))
+                else:
+                    errors.append((None, None, None))
+                plan.append((op_type, op, key, copy.deepcopy(current)))
+            if any(code is not None for code, _, _ in errors):
+                raise TransactionCanceledException(errors)
+            applied: list[tuple[str, dict[str, Any], Any]] = []
+            try:
+                for op_type, op, key, before in plan:
+                    names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                    if op_type == "Put":
+                        self.put_item(op["TableName"], op["Item"])
+                    elif op_type == "Delete":
+                        self.delete_item(op["TableName"], key)
+                    elif op_type == "Update":
+                        self.update_item(op["TableName"], key, op["UpdateExpression"], names, values)
+                    applied.append((op["TableName"], key, before))
+            except Exception:
+                for table_name, key, before in reversed(applied):
+                    if before is None:
+                        self.delete_item(table_name, key)
+                    else:
+                        self.put_item(table_name, before.to_json()["Attributes"])
+                raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 def enforce_iam(moto_endpoint: str) -> None:
