@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InfraError, JobFailed, UsageError
-from .jobs import _api_error, drop, new_idempotency_key
+from .jobs import INBOX_PREFIX, _api_error, drop, new_idempotency_key
 from .progress import Progress
 from .target import Target
 
@@ -21,9 +21,12 @@ def submit_file(target: Target, file: Path, *, via_api: bool, key: str | None = 
     if not file.is_file():
         raise UsageError(f"no such file: {file}")
     if not via_api:
-        if file.suffix.lower() != ".jsonl":
-            raise UsageError("a batch file must end in .jsonl (one JSON job request per line)")
-        uri, version_id = drop(target, file, key)
+        key = key or f"{INBOX_PREFIX}{file.name}"
+        if not key.startswith(INBOX_PREFIX) or not key.lower().endswith(".jsonl"):
+            raise UsageError(
+                f"a batch is dropped as {INBOX_PREFIX}<name>.jsonl (one JSON job request per line), got {key!r}"
+            )
+        uri, version_id = drop(target, file, key, checked=True)
         return {"batch_id": batch_of_dropped(target, uri, version_id, timeout=60), "source": uri}
     jobs = []
     for number, line in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), start=1):
