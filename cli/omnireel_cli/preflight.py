@@ -41,21 +41,22 @@ class Finding:
     check: str
     ok: bool
     detail: str
+    skipped: bool = False  # not checked (offline, no permission): never a failure, but shown as SKIP
 
 
 @dataclass
 class Report:
     findings: list[Finding] = field(default_factory=list)
 
-    def add(self, check: str, ok: bool, detail: str) -> None:
-        self.findings.append(Finding(check, ok, detail))
+    def add(self, check: str, ok: bool, detail: str, *, skipped: bool = False) -> None:
+        self.findings.append(Finding(check, ok, detail, skipped))
 
     @property
     def ok(self) -> bool:
         return all(f.ok for f in self.findings)
 
     def render(self) -> str:
-        lines = [f"{'PASS' if f.ok else 'FAIL'}  {f.check}: {f.detail}" for f in self.findings]
+        lines = [f"{'SKIP' if f.skipped else 'PASS' if f.ok else 'FAIL'}  {f.check}: {f.detail}" for f in self.findings]
         failed = sum(not f.ok for f in self.findings)
         lines.append("preflight: OK" if not failed else f"preflight: {failed} problem(s) - fix them before sam deploy")
         return "\n".join(lines)
@@ -215,6 +216,27 @@ def check_image_exists(report: Report, ecr: Any, account: str, repository: str, 
     )
 
 
+# ---------------------------------------------------------------- instance pools
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+
+
+def check_pools(report: Report, values: Mapping[str, Any]) -> None:
+    """What Rules cannot see in a pool list: more than 4 entries (the template reads 4 slots: a 5th is dropped
+    without a word), a malformed type (CreateEndpointConfig refuses it while other endpoints are starting), a
+    repeated type (it adds no fallback: almost certainly a typo)."""
+    problems = []
+    for parameter in ("ImageInstanceTypes", "TtsInstanceTypes"):
+        pools = [str(p) for p in values[parameter]]
+        if len(pools) > 4:
+            problems.append(f"{parameter} has {len(pools)} entries; the template uses at most 4")
+        bad = [p for p in pools if p and not _INSTANCE_TYPE.match(p)]
+        if bad:
+            problems.append(f"{parameter}: {', '.join(bad)} is not an ml.* instance type")
+        if len(set(pools)) != len(pools):
+            problems.append(f"{parameter} repeats a type")
+    report.add("instance pools", not problems, "; ".join(problems) or "1-4 distinct ml.* types per endpoint")
+
+
 # ---------------------------------------------------------------- endpoint quotas
 def quota_needs(values: Mapping[str, Any]) -> dict[str, int]:
     """Instances per type the endpoints may hold at once. SageMaker checks the quota of every type in a variant's
@@ -249,7 +271,7 @@ def check_quotas(report: Report, quotas: Any, values: Mapping[str, Any]) -> None
         have = _quota_values(quotas)
     except (BotoCoreError, ClientError) as exc:
         report.add("endpoint quotas", True, f"not checked ({exc}); request: " + ", ".join(
-            f"{t} for endpoint usage >= {n}" for t, n in sorted(needs.items())))  # fmt: skip
+            f"{t} for endpoint usage >= {n}" for t, n in sorted(needs.items())), skipped=True)  # fmt: skip
         return
     short = [f"{t} for endpoint usage is {have[t]:.0f}, needs {n}" for t, n in sorted(needs.items())
              if t in have and have[t] < n]  # fmt: skip
@@ -351,14 +373,19 @@ def run(
     failures = cfn_rules.failed_assertions(template, params, stack_name=stack, region=region)
     report.add("template rules", not failures, "; ".join(failures) or f"{len(template.get('Rules', {}))} rules hold")
     check_names(report, template, stack, region, params, account or PLACEHOLDER_ACCOUNT)
+    check_pools(report, cfn_rules.parameter_values(template, params))
     try:
         image = dlc_image(template, region, params)
     except ValueError as exc:
         report.add("dlc image", False, str(exc))
         image = None
     if clients is None:
+        report.add("endpoint quotas", True, "not checked (--offline)", skipped=True)
+        if cfn_rules.parameter_values(template, params).get("EnableVoice") == "true":
+            report.add("voice network", True, "subnets, certificate, relay image not checked (--offline)", skipped=True)
         if image:
-            report.add("dlc image", True, "not checked (--offline); check with: " + image_check_command(*image, region))
+            report.add("dlc image", True, "not checked (--offline); check with: " + image_check_command(*image, region),
+                       skipped=True)  # fmt: skip
         return report
     if image:
         check_image_exists(report, clients("ecr"), *image, region)
