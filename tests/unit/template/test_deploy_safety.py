@@ -283,3 +283,51 @@ def test_operations_gives_a_reason_for_every_pool_member(sam: dict[str, Any]) ->
             row = next((line for line in section.splitlines() if f"`{instance_type}`" in line), "")
             assert re.search(r"\d+ GB", row), f"{instance_type}: no memory reason in the pools table"
     assert "ml.g4dn.xlarge" not in sam["Parameters"]["ImageInstanceTypes"]["Default"]
+
+
+def test_the_transformed_template_has_no_dependency_cycle() -> None:
+    """CloudFormation refuses a template with circular dependencies only when the stack is created (cfn-lint on the
+    SAM template does not see the ones SAM adds, e.g. a bucket's notification permission). An endpoint that depended
+    on the inbox bucket would close one: bucket -> inbox function -> state machine -> generate_image -> endpoint."""
+    from omnireel_local.provision import transform
+
+    _, cfn, _ = transform("omnireel-cycles", "us-east-1")
+    resources = cfn["Resources"]
+
+    def refs(node: Any, out: set[str]) -> set[str]:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "Ref" and value in resources:
+                    out.add(value)
+                elif key == "Fn::GetAtt":
+                    out.add(value[0] if isinstance(value, list) else value.split(".")[0])
+                elif key == "Fn::Sub":
+                    text = value if isinstance(value, str) else value[0]
+                    out.update(m for m in re.findall(r"\$\{([A-Za-z0-9]+)[.}]", text) if m in resources)
+                    refs(value, out)
+                else:
+                    refs(value, out)
+        elif isinstance(node, list):
+            for item in node:
+                refs(item, out)
+        return out
+
+    graph = {}
+    for logical, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        graph[logical] = refs(resource.get("Properties", {}), set()) | set(
+            [depends] if isinstance(depends, str) else depends
+        )
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            assert state.get(nxt) != 1, f"dependency cycle: {' -> '.join([*trail, node, nxt])}"
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for logical in graph:
+        if logical not in state:
+            visit(logical, [])
