@@ -1,4 +1,5 @@
-"""GenerateImage step: call the real-time image endpoint and store the PNG in jobs/<id>/image.png."""
+"""GenerateImage step: call the real-time image endpoint, store the PNG in jobs/<id>/image.png, then build the video
+request from those bytes and stage it in jobs/<id>/video-request.multipart (no S3 round trip, no extra hop)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -7,6 +8,7 @@ from omnireel.aws.image_endpoint import ImageEndpoint
 from omnireel.aws.job_store import JobStore
 from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.settings import ImageSettings
+from omnireel.staging import stage_video_request
 from omnireel.step_handler import StepInput, step_errors
 from omnireel.steps import generate_image
 
@@ -24,7 +26,11 @@ def handler(event: dict, context: LambdaContext) -> dict:
     step = StepInput.model_validate(event)
     logger.append_keys(job_id=step.job_id)
     with stage_duration("generate_image"):
-        uri = generate_image(
+        image = generate_image(
             step.job_id, jobs=jobs, artifacts=artifacts, endpoint=endpoint, model_id=settings.image_model_id
         )
-    return {"job_id": step.job_id, "image": uri}
+    with stage_duration("stage_video_request"):
+        staged = stage_video_request(
+            step.job_id, png=image.png, jobs=jobs, artifacts=artifacts, model_id=settings.video_model_id
+        )
+    return {"job_id": step.job_id, "image": image.uri, "video_request": staged}

@@ -41,6 +41,9 @@ class ApiSettings(JobStoreSettings, ArtifactSettings):
     state_machine_arn: str
     # The profile's default for video.num_inference_steps (dev: 4 for smoke tests, prod: 30).
     default_video_steps: int = Field(default=30, ge=1, le=100)
+    # Batches (POST /batches, .jsonl drops): unset disables them.
+    batches_table: str | None = None
+    batch_queue_url: str | None = None
 
 
 class InboxSettings(ApiSettings):
@@ -48,12 +51,21 @@ class InboxSettings(ApiSettings):
     event_bus_name: str = "default"
 
 
+class BatchSettings(InboxSettings):
+    """BatchSubmit: the fan-out."""
+
+    batches_table: str
+    batch_queue_url: str
+    # template.yaml BatchMaxInFlightJobs: batch jobs running at once, stack-wide (the backpressure bound).
+    batch_max_in_flight_jobs: int = Field(default=100, ge=1, le=100000)
+    batch_retry_base_seconds: int = Field(default=2, ge=1, le=60)
+
+
 class ImageSettings(JobStoreSettings, ArtifactSettings):
+    """GenerateImage: the image call, then the video request it stages (so both model ids)."""
+
     image_endpoint_name: str
     image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
-
-
-class StageSettings(JobStoreSettings, ArtifactSettings):
     video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
 
 
@@ -71,6 +83,10 @@ class ResultSettings(JobStoreSettings, ArtifactSettings):
 class PublishSettings(JobStoreSettings, ArtifactSettings):
     job_events_topic_arn: str
     event_bus_name: str = "default"
+
+
+class BatchProgressSettings(PublishSettings):
+    batches_table: str
 
 
 class DeadlineSettings(PublishSettings):

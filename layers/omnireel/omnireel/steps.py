@@ -7,6 +7,7 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -43,17 +44,30 @@ def require_request(job: Job) -> JobRequest:
     return job.request
 
 
+@dataclass(frozen=True)
+class GeneratedImage:
+    uri: str  # jobs/<id>/image.png, kept for consumers (presigned link, job.image_ready)
+    png: bytes | None  # the bytes just generated; None when a retry found the image already stored
+
+
 def generate_image(
     job_id: str, *, jobs: JobStore, artifacts: ArtifactStore, endpoint: ImageEndpoint, model_id: str | None
-) -> str:
-    job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
+) -> GeneratedImage:
+    try:
+        job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
+    except JobConflict:
+        # GenerateImage also stages the video request: a retry after the image was stored finds the job staging.
+        job = jobs.get(job_id)
+        if job.status is not JobStatus.STAGING_VIDEO or not job.artifacts.image:
+            raise
+        return GeneratedImage(job.artifacts.image, None)
     if job.artifacts.image and artifacts.size(S3Uri.parse(job.artifacts.image)):
         logger.info("image already generated", extra={"job_id": job_id})
-        return job.artifacts.image
+        return GeneratedImage(job.artifacts.image, None)
     png = endpoint.generate(image_request_body(require_request(job), model_id))
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
     jobs.set_artifact(job_id, "image", uri)
-    return uri
+    return GeneratedImage(uri, png)
 
 
 def invoke_video(

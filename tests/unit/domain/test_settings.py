@@ -12,7 +12,6 @@ from omnireel.settings import (
     InboxSettings,
     PublishSettings,
     ResultSettings,
-    StageSettings,
     VideoSettings,
 )
 
@@ -30,7 +29,7 @@ def test_fields_are_read_from_their_upper_case_variables_and_typed() -> None:
 def test_defaults_apply_when_a_variable_is_absent() -> None:
     image = ImageSettings.from_env({**BASE, "IMAGE_ENDPOINT_NAME": "img"})
     assert image.image_model_id == "black-forest-labs/FLUX.2-klein-4B" and image.job_ttl_days == 30
-    assert StageSettings.from_env(BASE).video_model_id == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
+    assert image.video_model_id == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
     assert InboxSettings.from_env({**BASE, "STATE_MACHINE_ARN": "a", "JOB_EVENTS_TOPIC_ARN": "t"}).event_bus_name == (
         "default"
     )

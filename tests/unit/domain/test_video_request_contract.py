@@ -10,7 +10,7 @@ import json
 import pytest
 from starlette.requests import Request
 
-from omnireel.media import prepare_video_reference
+from omnireel.reference_image import prepare_video_reference
 from omnireel.request import parse_job_request
 from omnireel.video_request import build_video_request
 from tests.unit.domain.media_fixtures import png_bytes
@@ -94,7 +94,7 @@ def test_the_container_parser_rejects_an_oversize_text_part(reference):
 
 
 def test_the_motion_prompt_replaces_the_prompt_in_the_video_call_only(reference):
-    from omnireel.steps import image_request_body
+    from omnireel.image_request import image_request_body
 
     request = parse_job_request(
         {
