@@ -1,4 +1,5 @@
-"""HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job.
+"""HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job, GET /jobs lists the caller's
+jobs, DELETE /jobs/{job_id} cancels one.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
@@ -14,21 +15,28 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.secrets import signing_secret
 from omnireel.aws.workflow import Workflow
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
-from omnireel.errors import IdempotencyConflict, InvalidRequest
+from omnireel.cancellation import cancel_job, cancellation_view
+from omnireel.errors import IdempotencyConflict, InvalidRequest, JobFinished
+from omnireel.job import Job
+from omnireel.listing import job_summary, list_jobs, parse_list_query
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.outcome import job_view
 from omnireel.request import parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
+from omnireel.webhook_target import resolve_target
 
 settings = ApiSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 workflow = Workflow(settings.state_machine_arn)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -58,6 +66,8 @@ def create_job() -> Response:
         return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
     try:
         request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
+        if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhook_target
+            resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
         caller = _caller()
         natural_key = f"api:{caller}:{key}" if key else None
         job, created = submit_job(
@@ -78,17 +88,71 @@ def create_job() -> Response:
     )
 
 
+def _visible_job(job_id: str) -> Job | None:
+    """The job if this caller may see it. A job submitted through the API is visible to its submitter only (inbox
+    drops have no owner): another caller gets the same 404 as for an unknown id, so ids reveal nothing."""
+    if not _JOB_ID.match(job_id):
+        return None
+    job = jobs.find(job_id)
+    return None if job is None or (job.owner is not None and job.owner != _caller()) else job
+
+
 @app.get("/jobs/<job_id>")
 @tracer.capture_method
 def get_job(job_id: str) -> Response:
-    if not _JOB_ID.match(job_id):
+    job = _visible_job(job_id)
+    if job is None:
         return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
-    job = jobs.find(job_id)
-    # A job submitted through the API is visible to its submitter only (inbox drops have no owner): another
-    # caller gets the same 404 as for an unknown id, so ids reveal nothing.
-    if job is None or (job.owner is not None and job.owner != _caller()):
-        return _error(404, "JobNotFound", f"no job with id {job_id}")
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
+
+
+@app.get("/jobs")
+@tracer.capture_method
+def list_caller_jobs() -> Response:
+    try:
+        status, limit, cursor = parse_list_query(app.current_event.query_string_parameters)
+        page, next_cursor = list_jobs(_caller(), status, limit, cursor, jobs=jobs)
+    except InvalidRequest as exc:
+        return _error(400, exc.code, exc.message)
+    body = {"jobs": [job_summary(job) for job in page], "next_cursor": next_cursor}
+    return Response(200, content_types.APPLICATION_JSON, body)
+
+
+@app.delete("/jobs/<job_id>")
+@tracer.capture_method
+def delete_job(job_id: str) -> Response:
+    job = _visible_job(job_id)
+    # Only the submitter may cancel: a dropped file's job (no owner) is visible to all, cancellable by none.
+    if job is None or job.owner is None:
+        if job is not None:
+            return _error(403, "NotJobOwner", "a job made from a dropped file has no owner and cannot be cancelled")
+        return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
+    try:
+        cancelled = cancel_job(
+            job,
+            jobs=jobs,
+            workflow=workflow,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=settings.presign_seconds,
+        )
+    except JobFinished as exc:
+        body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
+        return Response(409, content_types.APPLICATION_JSON, body)
+    metrics.add_metric(name="jobs_cancelled", unit=MetricUnit.Count, value=1)
+    return Response(200, content_types.APPLICATION_JSON, cancellation_view(cancelled))
+
+
+@app.get("/webhooks/secret")
+@tracer.capture_method
+def webhook_secret() -> Response:
+    """The whsec_ secret that signs every webhook delivery (Standard Webhooks), for consumers to verify with."""
+    body = {
+        "secret": signing_secret(settings.webhook_secret_arn),
+        "scheme": "Standard Webhooks v1 (HMAC-SHA256)",
+        "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
+    }
+    return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
 
 
 @app.not_found

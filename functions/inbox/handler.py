@@ -49,6 +49,7 @@ def handler(event: S3Event, context: LambdaContext) -> dict:
             publisher=publisher,
             presign_seconds=settings.presign_seconds,
             default_video_steps=settings.default_video_steps,
+            allow_loopback_http=settings.webhook_allow_loopback_http,
         )
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
         results.append(outcome.as_dict())

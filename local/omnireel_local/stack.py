@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -80,6 +81,8 @@ class Stack:
         self.runner: Any = None
         self.hosting: Any = None
         self.invoker: Any = None
+        self.event_sources: Any = None
+        self.roles: Any = None
         self.front_door: Any = None
         self.scheduler: Any = None
         self.admin: Any = None  # identities.Credentials of the stack's admin user (never written to state.json)
@@ -119,7 +122,7 @@ class Stack:
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
-        roles = identities.ServiceCredentials(self.account_id, self.region)
+        roles = self.roles = identities.ServiceCredentials(self.account_id, self.region)
         self.runner = LambdaRunner(
             self.moto_endpoint,
             self.region,
@@ -235,10 +238,25 @@ class Stack:
             self._store_relay_token(outputs.get("RelayTokenSecretArn"), relay["token"])
 
         self.scheduler = self._start_schedules(provisioned.schedules)
+        from .event_sources import SqsEventSources
+
+        self.event_sources = SqsEventSources(
+            self.account_id, self.region, self.moto_endpoint,
+            lambda role, function: self.roles.get(role, "lambda.amazonaws.com", function),
+        )  # fmt: skip
+        self.event_sources.start()
+        self.state["webhook_secret"] = self._webhook_secret(outputs.get("WebhookSigningSecretArn"))
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
         self.save(ready=True)
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
+
+    def _webhook_secret(self, arn: str | None) -> str | None:
+        """The whsec_ webhook secret, for `omnireel local env` (OMNIREEL_WEBHOOK_SECRET) and local receivers."""
+        if not arn:
+            return None
+        stored = json.loads(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+        return "whsec_" + stored["key"]  # as omnireel.aws.secrets.as_whsec serves it at GET /webhooks/secret
 
     def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:
         """EventBridge schedule rules -> their Lambda targets, invoked asynchronously (schedules.py says why)."""
@@ -400,7 +418,7 @@ class Stack:
     def stop(self) -> None:
         self._stop.set()
         log.info("stopping")
-        for part in (self.scheduler, self.front_door, self.invoker, self.hosting):
+        for part in (self.scheduler, self.event_sources, self.front_door, self.invoker, self.hosting):
             if part is not None:
                 try:
                     part.shutdown()

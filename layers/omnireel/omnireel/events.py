@@ -1,4 +1,4 @@
-"""Job events for consumers: ``job.succeeded`` / ``job.failed``, version 1.
+"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled``, version 1.
 
 The same body goes to the job-events SNS topic (with message attributes for filter policies) and
 to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schema in
@@ -46,10 +46,10 @@ class JobEvent(BaseModel):
         description="stable per job record and type: consumers can de-duplicate on it (a job made again with the same"
         " Idempotency-Key after its record expired is a new record: its event has a new event_id)"
     )
-    event_type: Literal["job.succeeded", "job.failed"]
+    event_type: Literal["job.succeeded", "job.failed", "job.cancelled"]
     occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
     job_id: str
-    status: Literal["succeeded", "failed"]
+    status: Literal["succeeded", "failed", "cancelled"]
     prompt: str | None = Field(description="null when the submitted file could not be read as a request")
     request: JobRequest | None
     source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
@@ -61,11 +61,13 @@ class JobEvent(BaseModel):
     error: JobError | None = None
 
 
-def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed"]:
+def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed", "job.cancelled"]:
     if status is JobStatus.SUCCEEDED:
         return "job.succeeded"
     if status is JobStatus.FAILED:
         return "job.failed"
+    if status is JobStatus.CANCELLED:
+        return "job.cancelled"
     raise ValueError(f"no event for non-terminal status {status}")
 
 
@@ -92,8 +94,13 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
 
 
 def sns_message_attributes(event: JobEvent) -> dict[str, dict[str, str]]:
-    return {
+    attributes = {
         "event_type": {"DataType": "String", "StringValue": event.event_type},
         "status": {"DataType": "String", "StringValue": event.status},
         "version": {"DataType": "Number", "StringValue": str(event.version)},
     }
+    # The webhook queue's subscription filters on this attribute (omnireel.webhooks): only the event types the job's
+    # request asked for reach its webhook.
+    if event.request is not None and event.request.webhook_wants(event.event_type):
+        attributes["webhook"] = {"DataType": "String", "StringValue": event.request.webhook or ""}
+    return attributes

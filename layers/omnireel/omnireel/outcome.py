@@ -11,6 +11,7 @@ from omnireel.errors import JobConflict, decode_step_failure
 from omnireel.events import ArtifactLink, EventArtifacts, JobEvent, build_job_event
 from omnireel.job import STAGE_OF_STATUS, Job, JobError, JobStatus, now
 from omnireel.observability import logger
+from omnireel.request import DEFAULT_WEBHOOK_EVENTS
 from omnireel.s3uri import S3Uri
 
 
@@ -79,4 +80,13 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "timings": job.timings(),
         "artifacts": artifact_links(job, artifacts, presign_seconds).model_dump(mode="json", exclude_none=True),
         "error": job.error.model_dump() if job.error else None,
+        "webhook": _webhook_view(job),
     }
+
+
+def _webhook_view(job: Job) -> dict[str, Any] | None:
+    if job.request is None or job.request.webhook is None:
+        return None
+    events = job.request.webhook_events or list(DEFAULT_WEBHOOK_EVENTS)
+    deliveries = {k: v.model_dump() for k, v in job.webhook_deliveries.items()}
+    return {"url": job.request.webhook, "events": events, "deliveries": deliveries}

@@ -402,6 +402,9 @@ def api_event(
     caller: str | None = "tester",
 ) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event; ``caller=None`` leaves out the IAM identity."""
+    from urllib.parse import parse_qsl
+
+    path, _, query = path.partition("?")
     context: dict[str, Any] = {
         "accountId": ACCOUNT,
         "apiId": "local",
@@ -413,16 +416,19 @@ def api_event(
     }
     if caller is not None:
         context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{caller}"}}
-    return {
+    event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": f"{method} {path}",
         "rawPath": path,
-        "rawQueryString": "",
+        "rawQueryString": query,
         "headers": {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}},
         "requestContext": context,
         "body": body,
         "isBase64Encoded": is_base64,
     }
+    if query:
+        event["queryStringParameters"] = dict(parse_qsl(query, keep_blank_values=True))
+    return event
 
 
 def s3_put_event(
