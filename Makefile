@@ -12,11 +12,13 @@ STAMP       := $(VENV)/.installed
 SAM_STAMP   := $(SAM_VENV)/.installed
 CHECKOV_VENV  := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+AWS_VENV    := .venv-aws
+AWS_STAMP   := $(AWS_VENV)/.installed
 NODE_STAMP  := node_modules/.installed
 # Quiet pip's notes about local mirrors that do not exist on every machine.
 PIP_FILTER  := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help venv sam-venv checkov-venv checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image
+.PHONY: help venv sam-venv checkov-venv aws-cli checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image preflight deploy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -47,6 +49,14 @@ $(CHECKOV_STAMP): requirements/checkov.txt
 
 checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov
 
+$(AWS_STAMP): requirements/aws.txt
+	@echo "==> creating $(AWS_VENV) (the AWS CLI for \`omnireel aws\`; it pins its own botocore)"
+	@test -x $(AWS_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(AWS_VENV)
+	@$(AWS_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements/aws.txt $(PIP_FILTER)
+	@touch $@
+
+aws-cli: $(AWS_STAMP) ## create .venv-aws with the pinned AWS CLI (used by `omnireel aws ...`)
+
 checkov: $(STAMP) $(CHECKOV_STAMP) ## checkov on the SAM-transformed template (waivers live in resource Metadata)
 	@echo "==> checkov (SAM-transformed template.yaml)"
 	@$(PY) scripts/checkov_template.py .aws-sam/checkov/template.json >/dev/null
@@ -76,10 +86,10 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	@$(PY) -m pytest -q tests/integration
 
-test-e2e: $(STAMP)
+test-e2e: $(STAMP) $(AWS_STAMP)
 	@$(PY) -m pytest -q tests/e2e
 
-test: lint $(STAMP) ## lint, then unit, integration and e2e tests
+test: lint $(STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests
 	@$(PY) -m pytest -q tests
 
 demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
@@ -96,6 +106,15 @@ bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/relia
 	@$(PY) bench/orchestration_overhead.py
 	@$(PY) bench/load.py
 	@$(PY) bench/reliability.py
+
+ENV ?= dev
+preflight: $(STAMP) ## checks that would fail a deploy late (rules, names, DLC tag, network): make preflight ENV=dev REGION=r
+	@test -n "$(REGION)" || { echo "usage: make preflight ENV=dev|prod REGION=<region> [STACK=name]" >&2; exit 2; }
+	@$(VENV)/bin/omnireel preflight --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
+
+deploy: preflight $(SAM_STAMP) ## preflight, sam build, sam deploy: make deploy ENV=dev|prod REGION=r [STACK=name]
+	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
+	@SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
 
 smoke: $(STAMP) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
 	@$(VENV)/bin/omnireel smoke $(if $(STACK),--stack $(STACK))

@@ -63,7 +63,7 @@ class IsolatedStack:
         )
 
     def start(self) -> IsolatedStack:
-        argv = ["local", "up", "--moto-port", str(homedir.free_port()), "--api-port", str(homedir.free_port())]
+        argv = ["local", "up", "--ephemeral-ports"]
         for key, value in self.parameters.items():
             argv += ["--parameter", f"{key}={value}"]
         result = self.cli(*argv, timeout=UP_TIMEOUT_S)

@@ -92,9 +92,9 @@ class PollingClient:
 
     def run(self, raw_request: dict[str, Any], timeout_s: float = 300) -> dict[str, Any]:
         from omnireel.aws.sagemaker import IMAGE_ROUTE, VIDEO_ROUTE, decode_image_response
-        from omnireel.media import prepare_video_reference
+        from omnireel.image_request import image_request_body
+        from omnireel.reference_image import prepare_video_reference
         from omnireel.request import parse_job_request
-        from omnireel.steps import image_request_body
         from omnireel.video_request import build_video_request
 
         started = time.time()
@@ -138,9 +138,9 @@ class PollingClient:
 def measure_model_time(stack: IsolatedStack, polling: PollingClient, n: int = 5) -> tuple[float, float]:
     """Container service time of the same requests, called directly on the emulators (median of n)."""
     from omnireel.aws.sagemaker import IMAGE_ROUTE, VIDEO_ROUTE
-    from omnireel.media import prepare_video_reference
+    from omnireel.image_request import image_request_body
+    from omnireel.reference_image import prepare_video_reference
     from omnireel.request import parse_job_request
-    from omnireel.steps import image_request_body
     from omnireel.video_request import build_video_request
 
     rng = random.Random(99)

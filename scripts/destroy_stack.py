@@ -5,7 +5,9 @@ script (run by ``make destroy STACK=name REGION=r [CONFIRM=yes]``; never by ``ma
 
 1. lists the stack's resources and the buckets it owns (its AWS::S3::Bucket resources and bucket outputs),
 2. asks for confirmation (``--yes`` skips it),
-3. deletes every object version and delete marker in those buckets,
+3. deletes every object version and delete marker in those buckets - unless the stack was deployed with
+   ``RetainData=true`` (the prod profile): then the buckets, the jobs table, the relay token secret and the alarm key
+   are retained by their DeletionPolicy, so their data is left untouched and listed as what outlives the stack,
 4. runs ``sam delete --no-prompts`` (which waits for the stack deletion),
 5. deletes the endpoints' container log groups (``/aws/sagemaker/Endpoints/<name>``: SageMaker creates them, the
    stack does not own them), and
@@ -39,6 +41,18 @@ def owned_buckets(cfn: Any, stack: str, resources: list[dict[str, str]]) -> list
     outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
     names |= {o["OutputValue"] for o in outputs if o["OutputKey"].endswith("BucketName")}
     return sorted(n for n in names if n)
+
+
+# What RetainData=true keeps (template.yaml: DeletionPolicy/UpdateReplacePolicy !If [RetainDataOnDelete, ...]).
+RETAINED_TYPES = {"AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret", "AWS::KMS::Key"}
+
+
+def retains_data(cfn: Any, stack: str) -> bool:
+    """True if the stack's data resources are retained on deletion (parameter RetainData=true). A stack deployed
+    before the parameter existed has none and deletes them (the old DeletionPolicy default)."""
+    parameters = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Parameters", [])
+    values = {p["ParameterKey"]: p.get("ResolvedValue", p.get("ParameterValue")) for p in parameters}
+    return values.get("RetainData", "false") == "true"
 
 
 def empty_bucket(s3: Any, bucket: str) -> int:
@@ -111,12 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     buckets = owned_buckets(cfn, args.stack, resources)
     billable = [r for r in resources if r["ResourceType"] in BILLABLE]
+    retained = [r for r in resources if r["ResourceType"] in RETAINED_TYPES] if retains_data(cfn, args.stack) else []
+    if retained:
+        buckets = []  # retained buckets keep their data: emptying them would defeat RetainData
 
     print(f"stack {args.stack} in {region}: {len(resources)} resources")
     for r in billable:
         print(f"  {BILLABLE[r['ResourceType']]:<14} {r['PhysicalResourceId']}")
     for b in buckets:
         print(f"  bucket (to empty) {b}")
+    for r in retained:
+        print(f"  retained (RetainData=true, left with its data) {r['ResourceType']} {r['PhysicalResourceId']}")
     if not args.yes:
         question = f"Delete ALL objects in {len(buckets)} bucket(s) and the stack {args.stack}? Type the stack name: "
         answer = input(question)
@@ -154,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     if left:
         print("some billable resources remain: see docs/operations.md, Cleanup", file=sys.stderr)
         return 1
+    if retained:
+        print(f"retained on purpose (RetainData=true): {len(retained)} resource(s) listed above keep their data; "
+              "delete them by hand if you really mean to (docs/operations.md, Cleanup)")  # fmt: skip
     print("nothing billable from this stack remains (the shared SAM artifacts bucket is kept; see docs)")
     return 0
 

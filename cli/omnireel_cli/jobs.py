@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from . import job_options
 from .errors import CliError, InfraError, JobFailed, UsageError
 from .progress import Progress
 from .target import Target
@@ -23,42 +24,27 @@ STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_rend
 def build_request(prompt: str, *, frames: int | None = None, steps: int | None = None, size: str | None = None,
                   seed: int | None = None, fps: int | None = None, image_size: str | None = None,
                   image_steps: int | None = None, video_prompt: str | None = None,
-                  video_negative_prompt: str | None = None, webhook: str | None = None,
-                  webhook_events: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
-    request: dict[str, Any] = {"prompt": prompt}
-    if webhook is not None:
-        request["webhook"] = webhook
-    if webhook_events:
-        request["webhook_events"] = webhook_events
-    if seed is not None:
-        request["seed"] = seed
-    video: dict[str, Any] = {}
+                  video_negative_prompt: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """A POST /jobs body for callers in code (smoke); the CLI's flags go through ``job_options``."""
+    width = height = None
     if size:
         try:
             width, height = (int(x) for x in size.lower().split("x"))
         except ValueError as exc:
             raise UsageError(f"--size must look like 480x320, got {size!r}") from exc
-        video.update(width=width, height=height)
-    if frames is not None:
-        video["num_frames"] = frames
-    if steps is not None:
-        video["num_inference_steps"] = steps
-    if fps is not None:
-        video["fps"] = fps
-    if video_prompt is not None:
-        video["prompt"] = video_prompt
-    if video_negative_prompt is not None:
-        video["negative_prompt"] = video_negative_prompt
-    if video:
-        request["video"] = video
-    image: dict[str, Any] = {}
-    if image_size:
-        image["size"] = image_size
-    if image_steps is not None:
-        image["num_inference_steps"] = image_steps
-    if image:
-        request["image"] = image
-    return request
+    values = {
+        ("seed",): seed,
+        ("image", "size"): image_size,
+        ("image", "num_inference_steps"): image_steps,
+        ("video", "width"): width,
+        ("video", "height"): height,
+        ("video", "num_frames"): frames,
+        ("video", "num_inference_steps"): steps,
+        ("video", "fps"): fps,
+        ("video", "prompt"): video_prompt,
+        ("video", "negative_prompt"): video_negative_prompt,
+    }
+    return job_options.build_request(prompt, values)
 
 
 def _api_error(status: int, body: Any, what: str) -> CliError:
@@ -156,12 +142,30 @@ def download(job: dict[str, Any], directory: Path, names: tuple[str, ...] = ("im
 
 
 # ---------------------------------------------------------------- inbox
-def drop(target: Target, file: Path, key: str | None = None) -> tuple[str, str | None]:
-    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket)."""
+INBOX_PREFIX = "prompts/"  # the inbox bucket's S3 trigger (template.yaml) and omnireel.inbox.PREFIX
+INBOX_SUFFIXES = (".txt", ".json")  # what omnireel.inbox.parse_inbox_file reads (a unit test keeps them equal)
+
+
+def check_drop(file: Path, key: str | None) -> str:
+    """The object key for ``file``, or a UsageError before anything is uploaded: a file the inbox would reject for
+    its type (or a key its trigger never sees) is refused here rather than made into a failed job."""
     if not file.is_file():
         raise UsageError(f"no such file: {file}")
+    key = key or f"{INBOX_PREFIX}{file.name}"
+    if not key.startswith(INBOX_PREFIX) or key == INBOX_PREFIX:
+        raise UsageError(f"--key must be under {INBOX_PREFIX} (the inbox only reads keys there), got {key!r}")
+    if not key.lower().endswith(INBOX_SUFFIXES):
+        raise UsageError(
+            f"unsupported file type {Path(key).suffix or '(none)'!r}: the inbox reads .txt (the file is the prompt) "
+            "or .json (a full job request); nothing was uploaded"
+        )
+    return key
+
+
+def drop(target: Target, file: Path, key: str | None = None) -> tuple[str, str | None]:
+    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket)."""
+    key = check_drop(file, key)
     bucket = target.output("InboxBucketName")
-    key = key or f"prompts/{file.name}"
     content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
     try:
         put = target.client("s3").put_object(Bucket=bucket, Key=key, Body=file.read_bytes(), ContentType=content_type)
@@ -265,34 +269,39 @@ def event_line(event: dict[str, Any]) -> str:
     return line
 
 
-def events(target: Target, follow: bool, as_json: bool, timeout: float | None) -> int:
-    tap: EventTap | None = None
+def events(target: Target, follow: bool, as_json: bool, timeout: float | None, job_id: str | None = None) -> int:
+    """Local stack: the replayable event log (``event_log``). Deployed stack: events from now on (``--follow``)."""
+    count = 0
+
+    def printer(event: dict[str, Any]) -> None:
+        nonlocal count
+        count += 1
+        print(json.dumps(event) if as_json else event_line(event), flush=True)
+
+    def accept(event: dict[str, Any]) -> bool:
+        return job_id is None or event.get("job_id") == job_id
+
     if target.events_queue_url:
-        sqs, url = target.client("sqs"), target.events_queue_url
+        from . import event_log
+
+        event_log.show(target, follow=follow, printer=printer, accept=accept, timeout=timeout)
     else:
         if not follow:
             raise UsageError("against a deployed stack, `omnireel events` needs --follow (it subscribes from now on)")
         tap = EventTap(target)
-        sqs, url = tap.sqs, tap.url
-    deadline = time.monotonic() + timeout if timeout else None
-    count = 0
-    try:
-        while True:
-            wait_s = 5 if follow else 1
-            if deadline is not None:
-                wait_s = max(0, min(wait_s, int(deadline - time.monotonic())))
-            batch = receive(sqs, url, wait_s)
-            for event in batch:
-                count += 1
-                print(json.dumps(event) if as_json else event_line(event), flush=True)
-            if not batch and not follow:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if tap is not None:
+        until = f" (stops after {timeout:g} s)" if timeout else " (Ctrl-C to stop)"
+        print(f"subscribed to {target.output('JobEventsTopicArn')}; waiting for job events{until} ...",
+              file=sys.stderr, flush=True)  # fmt: skip
+        deadline = time.monotonic() + timeout if timeout else None
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                wait_s = 5 if deadline is None else max(0, min(5, int(deadline - time.monotonic())))
+                for event in receive(tap.sqs, tap.url, wait_s):
+                    if accept(event):
+                        printer(event)
+        except KeyboardInterrupt:
+            pass
+        finally:
             tap.close()
     if not as_json and not follow:
         print(f"{count} event(s)", file=sys.stderr)

@@ -32,8 +32,9 @@ def running_state() -> dict[str, Any] | None:
 
 def up(
     *,
-    moto_port: int = 0,
-    api_port: int = 0,
+    moto_port: int | None = None,
+    api_port: int | None = None,
+    ephemeral_ports: bool = False,
     parameters: list[str] | None = None,
     timeout: float = 90.0,
     relay: bool | None = None,
@@ -56,10 +57,12 @@ def up(
     logs.mkdir(parents=True, exist_ok=True)
     homedir.state_path(base).unlink(missing_ok=True)
     argv = [sys.executable, "-m", "omnireel_local.stack", "--home", str(base)]
-    if moto_port:
+    if moto_port is not None:
         argv += ["--moto-port", str(moto_port)]
-    if api_port:
+    if api_port is not None:
         argv += ["--api-port", str(api_port)]
+    if ephemeral_ports:
+        argv.append("--ephemeral-ports")
     for parameter in parameters or []:
         argv += ["--parameter", parameter]
     if relay is not None:

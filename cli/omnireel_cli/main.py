@@ -7,14 +7,16 @@ token), 3 stack not running / infrastructure error (unreachable API or relay, ti
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import jobs, local_stack, smoke, tts
+from . import invoke, job_options, jobs, local_stack, preflight, smoke, tts
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
@@ -28,52 +30,81 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def _add_job_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--frames", type=int, help="video frames (4k+1, default 17)")
-    parser.add_argument("--steps", type=int, help="video inference steps (default: the stack's profile, 30; dev: 4)")
-    parser.add_argument("--size", help="video WIDTHxHEIGHT (default 480x320)")
-    parser.add_argument("--fps", type=int, help="video frames per second (default 8)")
-    parser.add_argument("--seed", type=int, help="seed for image and video")
-    parser.add_argument("--image-size", help="image WIDTHxHEIGHT (default 1024x1024)")
-    parser.add_argument("--image-steps", type=int, help="image inference steps (default 4)")
-    parser.add_argument("--video-prompt", help="motion prompt of the video call (default: PROMPT)")
-    parser.add_argument("--video-negative-prompt", help="negative prompt of the video call only")
-    parser.add_argument("--webhook", help="https URL that receives the job's events, signed (Standard Webhooks)")
-    parser.add_argument(
-        "--webhook-event", action="append", dest="webhook_events", metavar="TYPE",
-        help="an event type the webhook receives (repeatable; default: job.succeeded, job.failed, job.cancelled)",
-    )  # fmt: skip
+    job_options.add_job_options(parser)
     parser.add_argument("--timeout", type=float, default=600.0, help="max seconds to wait for the job (default 600)")
 
 
 def _request(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
-    return jobs.build_request(
-        prompt,
-        frames=args.frames,
-        steps=args.steps,
-        size=args.size,
-        seed=args.seed,
-        fps=args.fps,
-        image_size=args.image_size,
-        image_steps=args.image_steps,
-        video_prompt=args.video_prompt,
-        video_negative_prompt=args.video_negative_prompt,
-        webhook=args.webhook,
-        webhook_events=args.webhook_events,
-    )
+    return job_options.request_from_args(args, prompt)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("omnireel")
+    except PackageNotFoundError:
+        return "unknown (not installed: run `make venv`)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a suggestion for a mistyped command or option (``omnireel sumbit`` -> did you mean submit?)."""
+
+    argv: Sequence[str] = ()  # what main() parses: finds the (sub)command whose options to suggest from
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        suggestion = self._suggest(message)
+        super().error(message + (f"\n{suggestion}" if suggestion else ""))
+
+    def _suggest(self, message: str) -> str | None:
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if choice:
+            choices = [c for a in self._actions if a.choices for c in a.choices]  # type: ignore[union-attr]
+            close = difflib.get_close_matches(choice[1], [str(c) for c in choices], n=3, cutoff=0.5)
+        else:
+            unknown = re.search(r"unrecognized arguments: (\S+)", message)
+            if not unknown or not unknown[1].startswith("-"):
+                return None
+            options = {o for a in _command_parser(self, self.argv)._actions for o in a.option_strings}
+            close = difflib.get_close_matches(unknown[1].split("=")[0], sorted(options), n=2, cutoff=0.6)
+        return f"did you mean: {', '.join(close)}?" if close else None
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The innermost subcommand parser that ``argv`` names (``local up`` -> the parser of ``up``)."""
+    for token in argv:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is not None and token in sub.choices:
+            parser = sub.choices[token]
+    return parser
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _all_parsers(sub)
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="omnireel", description=__doc__.splitlines()[0])
+    parser = Parser(prog="omnireel", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"omnireel {_version()}", help="print the version")
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--stack", help="a deployed stack name (default: the local stack)")
     target.add_argument("--region", help="region of --stack (default: AWS_REGION)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     local = commands.add_parser("local", help="the embedded local stack: up | down | status | env")
-    local_commands = local.add_subparsers(dest="local_command", required=True, metavar="ACTION")
+    local_commands = local.add_subparsers(dest="local_command", required=True, metavar="ACTION", parser_class=Parser)
     up = local_commands.add_parser("up", help="start the local stack in the background and wait until it is ready")
-    up.add_argument("--moto-port", type=int, default=0, help="local AWS port (default: a free port)")
-    up.add_argument("--api-port", type=int, default=0, help="HTTP API port (default: a free port)")
+    up.add_argument("--moto-port", type=int, help="local AWS port (default 4710 if free, 0 = any free port)")
+    up.add_argument("--api-port", type=int, help="HTTP API port (default 4711 if free, 0 = any free port)")
+    up.add_argument(
+        "--ephemeral-ports", action="store_true",
+        help="a free port for every part instead of the fixed defaults 4710.. (tests, several stacks at once)",
+    )  # fmt: skip
     up.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter")
     relay = up.add_mutually_exclusive_group()
     relay.add_argument(
@@ -91,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     local_commands.add_parser("env", help="KEY=VALUE lines for the AWS CLI / boto3 / the API (eval-able)")
 
     submit = commands.add_parser("submit", parents=[target], help="submit a prompt through the HTTP API")
-    submit.add_argument("prompt")
+    submit.add_argument("prompt", help="what to make (1..2000 characters)")
     _add_job_options(submit)
     submit.add_argument("--wait", action="store_true", help="wait until the job succeeds or fails")
     submit.add_argument("--out", type=Path, help="with --wait: download image.png and video.mp4 into OUT/<job id>/")
@@ -102,17 +133,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     submit.add_argument("--json", action="store_true", help="print JSON")
 
-    drop = commands.add_parser("drop", parents=[target], help="put a prompt file (.txt / .json) into the inbox bucket")
-    drop.add_argument("file", type=Path)
-    drop.add_argument("--key", help="object key (default prompts/<file name>)")
-    drop.add_argument("--wait", action="store_true", help="wait for the job the file starts")
+    drop = commands.add_parser(
+        "drop", parents=[target], help="put a prompt file (.txt / .json) into the inbox bucket, print its job id",
+        description="Upload FILE under prompts/ in the inbox bucket (the S3 trigger), wait (at most --pickup-timeout) "
+        "until the inbox function has tagged the uploaded version with its job, and print the job id. A file the "
+        "inbox cannot read by its type (not .txt / .json) is refused before anything is uploaded. Exit 1 if the "
+        "inbox rejected the file (the job failed: the reason is printed).",
+    )  # fmt: skip
+    drop.add_argument("file", type=Path, help="a .txt file (the prompt) or a .json file (a full job request)")
+    drop.add_argument("--key", help="object key, under prompts/ (default prompts/<file name>)")
+    drop.add_argument("--wait", action="store_true", help="wait until the job succeeds or fails")
     drop.add_argument("--out", type=Path, help="with --wait: download the artifacts into OUT/<job id>/")
-    drop.add_argument("--timeout", type=float, default=600.0)
-    drop.add_argument("--json", action="store_true")
+    drop.add_argument(
+        "--pickup-timeout", type=float, default=30.0,
+        help="max seconds to wait for the inbox function to take the file (default 30)",
+    )  # fmt: skip
+    drop.add_argument("--timeout", type=float, default=600.0, help="with --wait: max seconds for the job (default 600)")
+    drop.add_argument("--json", action="store_true", help="print JSON (the job with --wait, else job id and upload)")
 
     status = commands.add_parser("status", parents=[target], help="a job's status, stage timings and artifacts")
-    status.add_argument("job_id")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("job_id", help="the job id (from submit, drop or an event)")
+    status.add_argument("--json", action="store_true", help="print the job as JSON (GET /jobs/{id})")
 
     listing = commands.add_parser("jobs", parents=[target], help="your jobs, newest first (GET /jobs)")
     listing.add_argument("--status", help="only jobs in this status (e.g. rendering_video, succeeded, cancelled)")
@@ -149,13 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
     listen.add_argument("--json", action="store_true", help="one JSON line per verified delivery")
     hook_commands.add_parser("secret", parents=[target], help="print the whsec_ signing secret (GET /webhooks/secret)")
 
-    events = commands.add_parser("events", parents=[target], help="job events as a subscriber receives them")
-    events.add_argument("--follow", "-f", action="store_true", help="keep listening (Ctrl-C to stop)")
+    events = commands.add_parser(
+        "events", parents=[target], help="job events as a subscriber receives them (a replayable log locally)",
+        description="Local stack: every job event the stack's subscription (an SQS queue on the job-events topic) "
+        "has received since `local up`, oldest first; running it again shows them again (the CLI keeps them in "
+        "<home>/events.jsonl). --follow then waits for new ones. Deployed stack: --follow subscribes a temporary "
+        "queue and shows the events from now on.",
+    )  # fmt: skip
+    events.add_argument("--follow", "-f", action="store_true", help="after the log, wait for new events (Ctrl-C)")
+    events.add_argument("--job", metavar="JOB_ID", help="only the events of this job")
     events.add_argument("--timeout", type=float, help="with --follow: stop after this many seconds")
     events.add_argument("--json", action="store_true", help="one JSON event per line")
 
     demo = commands.add_parser("demo", parents=[target], help="local up + one prompt -> image -> video job")
-    demo.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT)
+    demo.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help="what to make (default: a paper boat ...)")
     _add_job_options(demo)
     demo.add_argument("--out", type=Path, default=Path("out"), help="output folder (default out/)")
     demo.add_argument("--down", action="store_true", help="stop the local stack afterwards")
@@ -216,6 +264,61 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip", action="append", default=[], choices=smoke.CHECKS, metavar="CHECK",
         help="leave out a check: image, video or tts (repeatable)",
     )  # fmt: skip
+    run = commands.add_parser(
+        "invoke", parents=[target], help="invoke one Lambda function with a sample event from events/",
+        description="Invoke FUNCTION (folder name like generate_image, logical id or physical name) once with an "
+        "event file, as the developer identity, and print its result (exit 1 if the function failed). The sample "
+        "events in events/ use {{placeholders}} for the job id, buckets, topics, execution and task token; they are "
+        "filled from a real job of the stack (--job, default the latest). Placeholders: "
+        + "; ".join(f"{name}: {meaning}" for name, meaning in invoke.PLACEHOLDERS.items()),
+    )  # fmt: skip
+    run.add_argument("function", metavar="FUNCTION", help="e.g. generate_image, GenerateImageFunction")
+    run.add_argument("--event", type=Path, help="event JSON file (default events/<FUNCTION>.json)")
+    run.add_argument("--job", metavar="JOB_ID", help="fill the placeholders from this job (default: the latest job)")
+    run.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="fill or override one placeholder"
+    )
+    run.add_argument("--json", action="store_true", help="print function, job id, function error and result as JSON")
+
+    logs = commands.add_parser(
+        "logs", help="the local stack's logs, the job id on every line: [FUNCTION|lambda|stack|emulator|relay] [-f]",
+        description="Show the local stack's logs (<home>/logs/), each line as SOURCE JOB LINE. SOURCE: a Lambda "
+        "function (generate_image, its logical id or physical name), lambda (all functions), stack (supervisor, "
+        "local AWS, front door, SageMaker shim, hot reload), emulator (all container emulators) or emulator-<model>, "
+        "relay; default all. JOB is the job the line belongs to (Lambda lines always carry it), - for lines about "
+        "no job (start-up, schedules, TTS sessions).",
+    )  # fmt: skip
+    logs.add_argument("source", nargs="?", metavar="SOURCE", help="FUNCTION, lambda, stack, emulator or relay")
+    logs.add_argument("--job", metavar="JOB_ID", help="only the lines of this job")
+    logs.add_argument("--follow", "-f", action="store_true", help="then keep printing what the logs append")
+    logs.add_argument("--tail", type=int, metavar="N", help="only the last N lines of each log first")
+    logs.add_argument("--timeout", type=float, help="with --follow: stop after this many seconds")
+
+    aws = commands.add_parser(
+        "aws", help="the AWS CLI against the local stack, as the developer identity (like awslocal)",
+        description="Run `aws ARGS...` with the local stack's endpoint, region and developer key (no eval needed, "
+        "AWS_PROFILE and real credentials are kept out): `omnireel aws s3 ls`, `omnireel aws stepfunctions "
+        "list-executions --state-machine-arn ...`. The AWS CLI comes from .venv-aws (`make aws-cli`), else PATH, "
+        "else OMNIREEL_AWS_CLI. Its exit code is passed through.",
+    )  # fmt: skip
+    aws.add_argument("aws_args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments for the AWS CLI")
+
+    pre = commands.add_parser(
+        "preflight", help="before sam deploy: template rules, name lengths, the DLC tag, voice network (make deploy)",
+        description="Checks what would otherwise fail only after the SageMaker endpoints spent 20-60 minutes starting: "
+        "the template's Rules with the profile's parameters, the stack name (lower case; the inbox bucket "
+        "<stack>-inbox-<account>-<region> must fit 63 characters), and - with AWS credentials for the target "
+        "account - that the DLC image tag exists in the region, and (voice on) the subnets, certificate and relay "
+        "image. Exit 0 if everything passes, 2 otherwise.",
+    )  # fmt: skip
+    pre.add_argument("--config-env", default="dev", help="samconfig.toml profile (default dev)")
+    pre.add_argument("--region", required=True, help="target region")
+    pre.add_argument("--stack-name", help="stack name (default: the profile's)")
+    pre.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE",
+        help="a parameter override on top of the profile's (repeatable)",
+    )  # fmt: skip
+    pre.add_argument("--offline", action="store_true", help="template and names only (no AWS calls)")
     return parser
 
 
@@ -225,6 +328,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         state = local_stack.up(
             moto_port=args.moto_port,
             api_port=args.api_port,
+            ephemeral_ports=args.ephemeral_ports,
             parameters=args.parameter,
             timeout=args.timeout,
             relay=args.relay,
@@ -268,15 +372,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
+    if args.out and not args.wait:
+        raise UsageError("--out needs --wait")
+    jobs.check_drop(args.file, args.key)  # refused before looking up the stack or uploading
     target = _target(args)
     uri, version_id = jobs.drop(target, args.file, args.key)
-    if not args.wait:
-        print(uri)
-        return 0
     print(f"uploaded {uri}" + (f" (version {version_id})" if version_id else ""), file=sys.stderr)
-    job_id, inbox_status = jobs.job_of_dropped(target, uri, timeout=min(args.timeout, 60), version_id=version_id)
+    job_id, inbox_status = jobs.job_of_dropped(target, uri, timeout=args.pickup_timeout, version_id=version_id)
     print(f"job {job_id} ({inbox_status})", file=sys.stderr)
-    return _finish(target, job_id, args)
+    if args.wait:
+        return _finish(target, job_id, args)
+    print(json.dumps({"job_id": job_id, "inbox_status": inbox_status, "uri": uri, "version_id": version_id})
+          if args.json else job_id)  # fmt: skip
+    if inbox_status == "rejected":
+        jobs.raise_if_failed(jobs.get_job(target, job_id))
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -330,7 +440,7 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    return jobs.events(_target(args), args.follow, args.json, args.timeout)
+    return jobs.events(_target(args), args.follow, args.json, args.timeout, job_id=args.job)
 
 
 def _video_facts(path: Path) -> str:
@@ -415,6 +525,11 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     started = time.monotonic()
     target = _target(args)
     print(smoke.header(target, args.out), flush=True)
+    image_ok = True
+    if getattr(args, "stack", None):  # the pinned DLC tag still exists in the stack's region (issue 16)
+        image = preflight.deployed_image_report(target.session(), args.stack)
+        print("\n".join(image.render().splitlines()[:-1]), flush=True)
+        image_ok = image.ok
     checks = smoke.run(
         target,
         args.out,
@@ -426,7 +541,52 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     )
     ok, verdict = smoke.summary(checks, time.monotonic() - started)
     print(verdict, flush=True)
-    return 0 if ok else EXIT_JOB_FAILED
+    return 0 if ok and image_ok else EXIT_JOB_FAILED
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    overrides = invoke.parse_sets(args.set)
+    return invoke.invoke(_target(args), args.function, args.event, args.job, overrides, args.json)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from . import logs
+
+    logs.show(Target.local_stack(), args.source, args.job, args.follow, args.timeout, args.tail)
+    return 0
+
+
+def cmd_aws(args: argparse.Namespace) -> int:
+    from . import aws_cli
+
+    if not args.aws_args:
+        raise UsageError("usage: omnireel aws SERVICE COMMAND [ARGS...], e.g. omnireel aws s3 ls")
+    return aws_cli.run(args.aws_args)
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    try:
+        stack, overrides = preflight.profile(args.config_env)
+        overrides.update(dict(item.split("=", 1) for item in args.parameter))
+    except ValueError as exc:
+        raise UsageError(f"{exc} (--parameter takes NAME=VALUE)") from exc
+    stack = args.stack_name or stack
+    clients, account = None, None
+    if not args.offline:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        session = boto3.session.Session(region_name=args.region)
+        try:
+            account = session.client("sts").get_caller_identity()["Account"]
+        except (BotoCoreError, ClientError) as exc:
+            raise UsageError(
+                f"no AWS credentials for {args.region} ({exc}); use --offline for template checks"
+            ) from exc
+        clients = session.client
+    report = preflight.run(stack, args.region, overrides, clients=clients, account=account)
+    print(report.render(), flush=True)
+    return 0 if report.ok else EXIT_USAGE
 
 
 COMMANDS = {
@@ -442,13 +602,23 @@ COMMANDS = {
     "tts": cmd_tts,
     "tts-proxy": cmd_tts_proxy,
     "smoke": cmd_smoke,
+    "invoke": cmd_invoke,
+    "logs": cmd_logs,
+    "aws": cmd_aws,
+    "preflight": cmd_preflight,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    parser.argv = argv
     try:
-        args = parser.parse_args(argv)
+        if argv[:1] == ["aws"] and argv[1:2] not in (["-h"], ["--help"]):
+            # Everything after `aws` is the AWS CLI's, options too (`omnireel aws --version`, `... --query x`).
+            args = argparse.Namespace(command="aws", aws_args=argv[1:])
+        else:
+            args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
     try:

@@ -1,9 +1,11 @@
 """HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job, GET /jobs lists the caller's
-jobs, DELETE /jobs/{job_id} cancels one.
+jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the webhook signing secret.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
-reused key with a different body is a 409. Error messages are bounded (``omnireel.bounded``).
+reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and the
+resolver's exception handlers below map each to its status (400, 403, 404, 409) with a bounded message
+(``omnireel.bounded``).
 """
 
 import base64
@@ -22,11 +24,11 @@ from omnireel.aws.workflow import Workflow
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
 from omnireel.cancellation import cancel_job, cancellation_view
-from omnireel.errors import IdempotencyConflict, InvalidRequest, JobFinished
+from omnireel.errors import IdempotencyConflict, InvalidRequest, JobFinished, JobNotFound, NotJobOwner
 from omnireel.job import Job
+from omnireel.job_view import job_view
 from omnireel.listing import job_summary, list_jobs, parse_list_query
 from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.outcome import job_view
 from omnireel.request import parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
@@ -58,25 +60,22 @@ def _caller() -> str:
 def create_job() -> Response:
     key = app.current_event.headers.get("idempotency-key")
     if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
+        raise InvalidRequest(
+            "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]", code="InvalidIdempotencyKey"
+        )
     body = app.current_event.body
     if body and app.current_event.is_base64_encoded:
         body = base64.b64decode(body)  # bytes: parse_job_request_json reports invalid UTF-8 as a 400
     if not body:
-        return _error(400, "InvalidRequest", "the request body is empty: send a JSON object with at least a prompt")
-    try:
-        request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
-        if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhook_target
-            resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
-        caller = _caller()
-        natural_key = f"api:{caller}:{key}" if key else None
-        job, created = submit_job(
-            request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
-        )
-    except InvalidRequest as exc:
-        return _error(400, exc.code, exc.message)
-    except IdempotencyConflict as exc:
-        return _error(409, exc.code, exc.message)
+        raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
+    request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
+    if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhook_target
+        resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
+    caller = _caller()
+    natural_key = f"api:{caller}:{key}" if key else None
+    job, created = submit_job(
+        request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
+    )
     if created:
         metrics.add_metric(name="jobs_accepted", unit=MetricUnit.Count, value=1)
     status_url = f"/jobs/{job.job_id}"
@@ -88,32 +87,29 @@ def create_job() -> Response:
     )
 
 
-def _visible_job(job_id: str) -> Job | None:
+def _visible_job(job_id: str) -> Job:
     """The job if this caller may see it. A job submitted through the API is visible to its submitter only (inbox
     drops have no owner): another caller gets the same 404 as for an unknown id, so ids reveal nothing."""
     if not _JOB_ID.match(job_id):
-        return None
+        raise JobNotFound(f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
     job = jobs.find(job_id)
-    return None if job is None or (job.owner is not None and job.owner != _caller()) else job
+    if job is None or (job.owner is not None and job.owner != _caller()):
+        raise JobNotFound(f"no job with id {job_id}")
+    return job
 
 
 @app.get("/jobs/<job_id>")
 @tracer.capture_method
 def get_job(job_id: str) -> Response:
     job = _visible_job(job_id)
-    if job is None:
-        return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
 
 
 @app.get("/jobs")
 @tracer.capture_method
 def list_caller_jobs() -> Response:
-    try:
-        status, limit, cursor = parse_list_query(app.current_event.query_string_parameters)
-        page, next_cursor = list_jobs(_caller(), status, limit, cursor, jobs=jobs)
-    except InvalidRequest as exc:
-        return _error(400, exc.code, exc.message)
+    status, limit, cursor = parse_list_query(app.current_event.query_string_parameters)
+    page, next_cursor = list_jobs(_caller(), status, limit, cursor, jobs=jobs)
     body = {"jobs": [job_summary(job) for job in page], "next_cursor": next_cursor}
     return Response(200, content_types.APPLICATION_JSON, body)
 
@@ -122,23 +118,12 @@ def list_caller_jobs() -> Response:
 @tracer.capture_method
 def delete_job(job_id: str) -> Response:
     job = _visible_job(job_id)
-    # Only the submitter may cancel: a dropped file's job (no owner) is visible to all, cancellable by none.
-    if job is None or job.owner is None:
-        if job is not None:
-            return _error(403, "NotJobOwner", "a job made from a dropped file has no owner and cannot be cancelled")
-        return _error(404, "JobNotFound", f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
-    try:
-        cancelled = cancel_job(
-            job,
-            jobs=jobs,
-            workflow=workflow,
-            artifacts=artifacts,
-            publisher=publisher,
-            presign_seconds=settings.presign_seconds,
-        )
-    except JobFinished as exc:
-        body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
-        return Response(409, content_types.APPLICATION_JSON, body)
+    if job.owner is None:  # a dropped file's job is visible to every caller and cancellable by none
+        raise NotJobOwner("a job made from a dropped file has no owner and cannot be cancelled")
+    cancelled = cancel_job(
+        job, jobs=jobs, workflow=workflow, artifacts=artifacts, publisher=publisher,
+        presign_seconds=settings.presign_seconds,
+    )  # fmt: skip
     metrics.add_metric(name="jobs_cancelled", unit=MetricUnit.Count, value=1)
     return Response(200, content_types.APPLICATION_JSON, cancellation_view(cancelled))
 
@@ -153,6 +138,33 @@ def webhook_secret() -> Response:
         "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
     }
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
+
+
+@app.exception_handler(InvalidRequest)
+def invalid_request(exc: InvalidRequest) -> Response:
+    return _error(400, exc.code, exc.message)
+
+
+@app.exception_handler(JobNotFound)
+def job_not_found(exc: JobNotFound) -> Response:
+    return _error(404, exc.code, exc.message)
+
+
+@app.exception_handler(IdempotencyConflict)
+def idempotency_conflict(exc: IdempotencyConflict) -> Response:
+    return _error(409, exc.code, exc.message)
+
+
+@app.exception_handler(NotJobOwner)
+def not_job_owner(exc: NotJobOwner) -> Response:
+    return _error(403, exc.code, exc.message)
+
+
+@app.exception_handler(JobFinished)
+def job_finished(exc: JobFinished) -> Response:
+    """409 with the job's status: the cancel came after the job had ended."""
+    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
+    return Response(409, content_types.APPLICATION_JSON, body)
 
 
 @app.not_found

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -17,6 +18,7 @@ from typing import Any
 from .cfn_template import ROOT
 
 STATE_FILE = "state.json"
+EVENTS_LOG = "events.jsonl"  # the job events `omnireel events` has received (omnireel_cli/event_log.py)
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
 STACK_NAME = "omnireel-local"
@@ -65,6 +67,50 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+# Fixed ports of the local stack (documented in the README), so URLs and `aws --endpoint-url` survive a restart.
+# OMNIREEL_LOCAL_BASE_PORT moves the whole block. A port that is taken falls back to a free one (logged).
+BASE_PORT = 4710
+PORT_OFFSETS = {"aws": 0, "api": 1, "relay": 2, "emulator": 3}  # emulators: base+3, base+4, ... in template order
+
+
+def base_port() -> int:
+    return int(os.environ.get("OMNIREEL_LOCAL_BASE_PORT") or BASE_PORT)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Can a server listen on ``port``? (SO_REUSEADDR as the servers set it: a TIME_WAIT leftover does not count.)"""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+class PortPlan:
+    """Which port each part of the stack listens on: the fixed default if it is free, else a free one.
+
+    ``ephemeral``: every port is a free one (tests and parallel stacks, which must never collide)."""
+
+    def __init__(self, ephemeral: bool = False, base: int | None = None):
+        self.ephemeral = ephemeral
+        self.base = base_port() if base is None else base
+        self.fallbacks: dict[str, tuple[int, int]] = {}  # name -> (wanted, used)
+
+    def port(self, name: str, index: int = 0) -> int:
+        if self.ephemeral:
+            return free_port()
+        wanted = self.base + PORT_OFFSETS[name] + index
+        if port_is_free(wanted):
+            return wanted
+        used = free_port()
+        self.fallbacks[f"{name}{index or ''}"] = (wanted, used)
+        logging.getLogger("omnireel_local.ports").warning("port %d (%s) is taken: using %d instead", wanted,
+                                                          name, used)  # fmt: skip
+        return used
 
 
 def reap(pids: list[int], grace_s: float = 10.0) -> list[int]:

@@ -171,6 +171,7 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     "dynamodb:DeleteItem",
                     "states:Describe*", "states:List*", "states:GetExecutionHistory",
                     "lambda:GetFunction", "lambda:GetFunctionConfiguration", "lambda:UpdateFunctionConfiguration",
+                    "lambda:InvokeFunction",  # `omnireel invoke` (sam remote invoke needs it on AWS too)
                     "sagemaker:Describe*", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
                     "secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
                 ],

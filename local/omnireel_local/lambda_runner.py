@@ -3,7 +3,10 @@
 Each function gets a small pool of ``lambda_worker`` processes. An invocation takes an idle worker (a *warm*
 start) or starts a new one (a *cold* start: the handler module is imported, which runs the function's init code);
 a worker serves one invocation at a time. A configuration change (environment, handler, code path) retires the
-old workers, as Lambda does. An invocation that exceeds the function's Timeout kills its worker and fails with
+old workers, as Lambda does. So does a change of the code itself (hot reload, like ``sam sync --watch``): every
+invocation compares the size and mtime of the files under the function's CodeUri and layer folders with those its
+warm workers were started with, and on a difference retires them (logged with the changed file) so the invocation
+runs the new code in a fresh worker. An invocation that exceeds the function's Timeout kills its worker and fails with
 ``Sandbox.Timedout``, like Lambda. Unhandled exceptions come back as ``{"errorMessage", "errorType",
 "stackTrace"}`` with the function-error flag set, so Step Functions Retry/Catch match on the exception class name.
 
@@ -96,6 +99,7 @@ class _Worker:
         self.ready = False
         self.invocations = 0
         self.signature = ""
+        self.generation = 0
         self.expires_at: float | None = None  # when the worker's role session expires
         threading.Thread(target=self._read, name=f"lambda-{name}-{self.proc.pid}", daemon=True).start()
 
@@ -158,6 +162,37 @@ class _Pool:
     signature: str
     idle: list[_Worker] = field(default_factory=list)
     busy: set[_Worker] = field(default_factory=set)
+    generation: int = 0  # a new pool per configuration or code change: workers of an older one are never reused
+    code_state: dict[str, tuple[int, int]] = field(default_factory=dict)  # file -> (mtime_ns, size) at start
+
+
+_SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+
+
+def code_fingerprint(roots: tuple[Path, ...]) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file under ``roots`` (caches skipped): cheap enough per invocation (~100 stats)."""
+    state: dict[str, tuple[int, int]] = {}
+    stack = [str(root) for root in roots]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIPPED_DIRS:
+                    stack.append(entry.path)
+            elif not entry.name.endswith((".pyc", ".pyo")):
+                try:
+                    info = entry.stat()
+                except OSError:
+                    continue
+                state[entry.path] = (info.st_mtime_ns, info.st_size)
+    return state
+
+
+def _changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
 class LambdaRunner:
@@ -179,6 +214,7 @@ class LambdaRunner:
         self._pools: dict[str, _Pool] = {}
         self._lock = threading.Condition()
         self._closed = False
+        self._generation = 0
         log_dir.mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- registry
@@ -214,6 +250,7 @@ class LambdaRunner:
             argv += ["--path", str(path)]
         # The session is not part of the configuration: a refreshed session does not retire healthy workers.
         signature = hashlib.sha256(json.dumps([argv, sorted(env.items())]).encode()).hexdigest()
+        code_state = code_fingerprint((code.code_dir, *code.layer_dirs))
         if session is not None:
             env = {**env, **session.environment()}
         started = time.monotonic()
@@ -225,6 +262,7 @@ class LambdaRunner:
             code.code_dir,
             inv.timeout_s,
             session.expires_at if session else None,
+            code_state,
         )
         if worker is None:
             return self._failure(
@@ -351,16 +389,25 @@ class LambdaRunner:
         cwd: Path,
         timeout_s: float,
         expires_at: float | None = None,
+        code_state: dict[str, tuple[int, int]] | None = None,
     ) -> tuple[_Worker | None, bool]:
         deadline = time.monotonic() + max(timeout_s, 30.0)
         retired: list[_Worker] = []
+        code_state = code_state or {}
         with self._lock:
             pool = self._pools.get(name)
-            if pool is None or pool.signature != signature:
-                if pool is not None:
+            changed = None if pool is None else _changed_files(pool.code_state, code_state)
+            if pool is None or pool.signature != signature or changed:
+                if pool is not None and changed:
+                    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+                    log.info("lambda %s: code changed (%s), retiring %d warm worker(s): the next start loads it",
+                             name, shown, len(pool.idle) + len(pool.busy))  # fmt: skip
+                    retired = pool.idle
+                elif pool is not None:
                     log.info("lambda %s: configuration changed, retiring %d warm worker(s)", name, len(pool.idle))
                     retired = pool.idle
-                new_pool = _Pool(signature)
+                self._generation += 1
+                new_pool = _Pool(signature, generation=self._generation, code_state=code_state)
                 if pool is not None:
                     new_pool.busy = pool.busy  # they finish their invocation, then stop (signature mismatch)
                 pool = self._pools[name] = new_pool
@@ -388,6 +435,7 @@ class LambdaRunner:
                 if len(pool.busy) < self.max_workers:
                     worker = _Worker(argv, env, cwd, self.log_dir / f"lambda-{name}.log", name)
                     worker.signature = signature
+                    worker.generation = pool.generation
                     worker.expires_at = expires_at
                     pool.busy.add(worker)
                     cold = True
@@ -406,7 +454,11 @@ class LambdaRunner:
             if pool is not None:
                 pool.busy.discard(worker)
             reusable = (
-                keep and worker.alive() and pool is not None and pool.signature == worker.signature and not self._closed
+                keep
+                and worker.alive()
+                and pool is not None
+                and pool.generation == worker.generation
+                and not self._closed
             )
             if reusable and pool is not None:
                 pool.idle.append(worker)

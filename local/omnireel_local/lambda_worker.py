@@ -6,7 +6,11 @@ Started by ``omnireel_local.lambda_runner`` as
 Protocol (one JSON object per line): the runner writes an invocation to stdin
 ``{"request_id", "payload", "deadline_ms", "function_arn"}`` and reads the answer from the *original* stdout
 ``{"ok": true, "result": "<json>"}`` or ``{"ok": false, "error": {"errorMessage", "errorType", "stackTrace"}}``.
-The handler's own prints and logs go to stderr (the function's log file), as Lambda sends them to CloudWatch.
+The handler's own prints and logs go to the function's log file, as Lambda sends them to CloudWatch, each line
+prefixed ``<UTC time>\t<request id>\tjob=<job id>\t`` (``init`` / ``-`` outside an invocation) so that
+``omnireel logs`` can show and filter by job. The job id comes from the event (``job_id``, ``pathParameters``, an
+SNS message's ``inferenceId``, an execution's input); when the event does not name it (POST /jobs, an S3 drop) the
+invocation's lines are held until the handler returns and take the job id from its result (or its own log lines).
 The first message is ``{"ready": true}`` or ``{"init_error": {...}}`` once the handler module is imported (the
 init phase of a cold start).
 """
@@ -17,10 +21,86 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
+import threading
 import time
 import traceback
+from datetime import UTC, datetime
 from typing import Any
+
+_JOB_ID = re.compile(
+    r'\\?"(?:job_id|inferenceId)\\?"\s*:\s*\\?"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'
+)
+_SENTINEL = "\x00omnireel-log-drained\x00"
+MAX_HELD_LINES = 2000  # an invocation whose job id is not known yet holds at most this many lines
+
+
+def job_ids(text: str) -> str | None:
+    """The job id(s) a text names (``job_id`` / ``inferenceId`` keys, also inside JSON strings), comma-separated."""
+    found = list(dict.fromkeys(_JOB_ID.findall(text)))
+    return ",".join(found[:3]) + (",..." if len(found) > 3 else "") if found else None
+
+
+class LogTap:
+    """Everything written to fd 1/2 passes through a pipe and reaches the log file prefixed with time, request id
+    and job id (see the module docstring)."""
+
+    def __init__(self, log_fd: int):
+        self.out = os.fdopen(log_fd, "w", buffering=1, errors="replace")
+        read_fd, write_fd = os.pipe()
+        os.dup2(write_fd, 1)
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        self._lock = threading.Lock()
+        self._drained = threading.Event()
+        self.request, self.job = "init", "-"
+        self._held: list[tuple[str, str]] | None = None  # lines waiting for their job id
+        self._reader = threading.Thread(target=self._read, args=(read_fd,), name="log-tap", daemon=True)
+        self._reader.start()
+
+    def _read(self, read_fd: int) -> None:
+        with os.fdopen(read_fd, "r", errors="replace") as pipe:
+            for line in pipe:
+                if line.rstrip("\n") == _SENTINEL:
+                    self._drained.set()
+                    continue
+                stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+                with self._lock:
+                    if self._held is not None and len(self._held) < MAX_HELD_LINES:
+                        self._held.append((stamp, line))
+                    else:
+                        self._write(stamp, line)
+
+    def _write(self, stamp: str, line: str) -> None:
+        text = line if line.endswith("\n") else line + "\n"
+        self.out.write(f"{stamp}\t{self.request}\tjob={self.job}\t{text}")
+
+    def begin(self, request_id: str, job: str | None) -> None:
+        self.drain()
+        with self._lock:
+            self.request, self.job = request_id, job or "-"
+            self._held = None if job else []
+
+    def end(self, result_text: str) -> None:
+        """After the invocation (END/REPORT written): release held lines with the job id now known."""
+        self.drain()
+        with self._lock:
+            if self._held is not None:
+                self.job = job_ids(result_text) or job_ids("".join(line for _, line in self._held)) or "-"
+                for stamp, line in self._held:
+                    self._write(stamp, line)
+                self._held = None
+            self.request, self.job = "-", "-"
+            self.out.flush()
+
+    def drain(self, timeout: float = 2.0) -> None:
+        """Wait (bounded) until everything written so far has passed through the pipe."""
+        self._drained.clear()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(2, (_SENTINEL + "\n").encode())
+        self._drained.wait(timeout)
 
 
 class LambdaContext:
@@ -57,10 +137,11 @@ def main() -> int:
     parser.add_argument("--path", action="append", default=[])
     args = parser.parse_args()
 
-    # Keep the real stdout for the protocol; everything the handler prints goes to stderr (the log).
+    # Keep the real stdout for the protocol; everything the handler prints goes to the log, through the tap.
     channel = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
+    tap = LogTap(os.dup(2))
     sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
     for path in reversed(args.path):
         sys.path.insert(0, path)
 
@@ -73,9 +154,13 @@ def main() -> int:
     try:
         handler = getattr(importlib.import_module(module_name), function_name)
     except ImportError as exc:
+        traceback.print_exc()
+        tap.drain()
         send({"init_error": _error(exc, "Runtime.ImportModuleError")})
         return 1
     except Exception as exc:  # noqa: BLE001 - any init failure is reported like Lambda does
+        traceback.print_exc()
+        tap.drain()
         send({"init_error": _error(exc)})
         return 1
     init_ms = (time.monotonic() - started) * 1000
@@ -86,6 +171,7 @@ def main() -> int:
             continue
         request = json.loads(line)
         request_id = request["request_id"]
+        tap.begin(request_id, job_ids(request.get("payload") or ""))
         print(f"START RequestId: {request_id} Version: $LATEST", file=sys.stderr, flush=True)
         begun = time.monotonic()
         context = LambdaContext(request_id, request["deadline_ms"], request.get("function_arn", ""))
@@ -108,7 +194,9 @@ def main() -> int:
             report += f"\tInit Duration: {init_ms:.2f} ms"
             init_ms = None
         print(report, file=sys.stderr, flush=True)
+        tap.end(answer.get("result") or json.dumps(answer.get("error")))
         send(answer)
+    tap.drain()
     return 0
 
 

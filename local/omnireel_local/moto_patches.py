@@ -431,6 +431,39 @@ def apply(
 
     Rule.send_to_targets = send_to_targets
 
+    # 14. SageMaker CreateEndpoint: moto marks every endpoint InService at once, with nothing behind it, so an endpoint
+    #    created outside the template (the AWS sample's deploy.py against the local stack) reported InService while
+    #    every invocation failed. AWS keeps it Creating until the container passes its health check (or Failed). The
+    #    hosting shim decides: Creating until a container serves the variant's model (the template's come from
+    #    `local up`; a DLC-image model gets an emulator on demand), Failed with a FailureReason otherwise.
+    from moto.core.utils import utcnow
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    original_create_endpoint = SageMakerModelBackend.create_endpoint
+
+    def create_endpoint(self: Any, endpoint_name: str, *args: Any, **kwargs: Any) -> Any:
+        endpoint = original_create_endpoint(self, endpoint_name, *args, **kwargs)
+        config = self.describe_endpoint_config(endpoint.endpoint_config_name)
+        model_name = (config.get("ProductionVariants") or [{}])[0].get("ModelName", "")
+        model = self._models.get(model_name)
+        container = (getattr(model, "primary_container", None) or (getattr(model, "containers", None) or [{}])[0]) or {}
+
+        def set_status(status: str, reason: str | None = None) -> None:
+            endpoint.endpoint_status = status
+            endpoint.failure_reason = reason
+            endpoint.last_modified_time = utcnow()
+
+        hosting.endpoint_created(
+            endpoint_name,
+            model_name,
+            str(container.get("Image", "")),
+            {k: str(v) for k, v in (container.get("Environment") or {}).items()},
+            set_status,
+        )
+        return endpoint
+
+    SageMakerModelBackend.create_endpoint = create_endpoint
+
     # 15. Step Functions StopExecution: moto marks the program stopped but a callback task (.waitForTaskToken) keeps
     #    waiting for its token or heartbeat (minutes), so the execution stayed RUNNING after DELETE /jobs/{id}
     #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too.

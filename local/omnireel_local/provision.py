@@ -31,6 +31,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from . import cfn_rules
 from .cfn_template import ROOT, load_template, parameter_defaults, render_definition
 
 log = logging.getLogger("omnireel_local.provision")
@@ -54,6 +55,13 @@ LOCAL_PARAMETERS = {
     # like the schedules' (first retry after 1 s instead of 30 s, then doubling).
     "WebhookAllowLoopbackHttp": "true",
     "WebhookRetryBaseSeconds": "1",
+    # The voice network parameters feed only resources with no local meaning (ECS, load balancer, security groups:
+    # SKIPPED below), but the template's Rules require them with EnableVoice=true - as CloudFormation would.
+    "RelayImageUri": "000000000000.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:local",
+    "RelayCertificateArn": "arn:aws:acm:us-east-1:000000000000:certificate/00000000-0000-0000-0000-000000000000",
+    "VpcId": "vpc-00000000",
+    "PublicSubnetIds": "subnet-0000000a,subnet-0000000b",
+    "RelaySubnetIds": "subnet-0000000c",
 }
 
 # Resource types with no local behaviour to provision. Roles are created with their inline and managed policies, and
@@ -74,6 +82,10 @@ SKIPPED = {
     "AWS::ApplicationAutoScaling::ScalingPolicy": "endpoints do not scale locally",
 }
 # (AWS::Events::Rule: schedule rules are provisioned and run by schedules.py; pattern rules are skipped with a reason.)
+
+
+class TemplateRulesFailed(RuntimeError):
+    """A parameter constraint or a Rules assertion fails: CloudFormation refuses the stack before creating anything."""
 
 
 class NotReady(Exception):
@@ -256,6 +268,14 @@ class Provisioner:
     # ---------------------------------------------------------------- entry point
     def run(self, template: dict[str, Any] | None = None) -> Provisioned:
         sam, cfn, folders = transform(self.stack_name, self.region, template)
+        # CloudFormation checks parameter constraints and the Rules section before it creates anything.
+        refused = cfn_rules.constraint_violations(sam, self.overrides) + cfn_rules.failed_assertions(
+            sam, self.overrides, stack_name=self.stack_name, region=self.region, account_id=self.account_id
+        )
+        if refused:
+            raise TemplateRulesFailed(
+                "the template refuses these parameters (nothing was created): " + "; ".join(refused)
+            )
         self.sam, self.cfn, self.folders = sam, cfn, folders
         params: dict[str, Any] = parameter_defaults(sam, self.overrides)
         for name, spec in sam.get("Parameters", {}).items():

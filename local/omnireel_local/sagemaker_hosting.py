@@ -12,7 +12,15 @@
   ErrorTopic. A request still queued after ``RequestTTLSeconds`` is dropped with an ``Expired`` notification.
 
 Which container serves an endpoint: endpoint -> endpoint config -> production variant ``ModelName`` -> the emulator
-started for that SageMaker Model (``attach``). Everything else goes through the local AWS APIs (boto3), exactly as
+started for that SageMaker Model (``attach``).
+
+InService is never a lie (``endpoint_created``): CreateEndpoint leaves the endpoint ``Creating`` until a container
+serves its model. A model of the template gets its emulator from ``omnireel local up``; a model created outside the
+template (the AWS sample's ``deploy.py`` against the local stack) gets one started on demand when its image is the
+vLLM-Omni DLC the emulator implements (``vllm:omni-sagemaker-cuda-v1.5`` / ``-v1.6``); any other image makes the
+endpoint ``Failed`` with a FailureReason that says why, as SageMaker does for an image it cannot run.
+
+Everything else goes through the local AWS APIs (boto3), exactly as
 the real service's own S3 reads/writes and SNS publishes would: reading ``InputLocation``, writing outputs and failures
 and publishing notifications happen with a session of the model's ``ExecutionRoleArn`` (so that role's policy is what
 authorises them, as on AWS); reading endpoint configurations is the service's own control plane (the stack's admin
@@ -24,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import re
 import threading
 import time
 import uuid
@@ -46,6 +55,11 @@ REALTIME_TIMEOUT_S = 60.0  # InvokeEndpoint's fixed 60 s limit for a container r
 DEFAULT_INVOCATION_TIMEOUT_S = 900
 DEFAULT_REQUEST_TTL_S = 21600
 _FORWARDED = ("content-type", "accept")
+# The container images the emulator implements (docs: /work references, vllm-omni DLC contracts v1.5 and v1.6).
+DLC_IMAGE = re.compile(
+    r"^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/vllm:omni-sagemaker-cuda-v1\.[56](@sha256:[0-9a-f]{64})?$"
+)
+BRING_UP_TIMEOUT_S = 120.0  # a local emulator starts in seconds; AWS's own limit is ContainerStartupHealthCheckTimeout
 _TYPE = "x-amzn-ErrorType"
 
 
@@ -113,8 +127,11 @@ class SageMakerHosting:
         account_id: str,
         credentials: Credentials,
         role_credentials: Callable[[str], Credentials],
+        start_container: Callable[[str, dict[str, str]], str] | None = None,
     ):
-        """``credentials``: the control plane's identity; ``role_credentials(role_arn)``: a session of a model role."""
+        """``credentials``: the control plane's identity; ``role_credentials(role_arn)``: a session of a model role;
+        ``start_container(model_name, environment)``: start an emulator for a model created outside the template and
+        return its URL once it answers /ping (None: such endpoints fail)."""
         self.region = region
         self.account_id = account_id
         self._moto_endpoint = moto_endpoint
@@ -131,11 +148,74 @@ class SageMakerHosting:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._http = httpx.Client(timeout=httpx.Timeout(REALTIME_TIMEOUT_S, connect=5.0))
+        self._start_container = start_container
+        self._attached = threading.Condition()
+        self._template_attached = False  # `local up` has attached the template's emulators
 
     # ---------------------------------------------------------------- wiring
     def attach(self, model_name: str, container_url: str) -> None:
         """Serve SageMaker Model ``model_name`` with the container listening at ``container_url``."""
-        self._containers[model_name] = container_url.rstrip("/")
+        with self._attached:
+            self._containers[model_name] = container_url.rstrip("/")
+            self._attached.notify_all()
+
+    def template_containers_attached(self) -> None:
+        """Every model of the template has its container: a model still without one was created outside it."""
+        with self._attached:
+            self._template_attached = True
+            self._attached.notify_all()
+
+    def endpoint_created(
+        self, name: str, model_name: str, image: str, environment: dict[str, str], set_status: Callable[..., None]
+    ) -> None:
+        """CreateEndpoint (moto_patches): the endpoint is ``Creating`` until a container serves ``model_name``; then
+        ``set_status("InService")``, or ``set_status("Failed", reason)`` when no container can serve it."""
+        set_status("Creating")
+        threading.Thread(
+            target=self._bring_up, args=(name, model_name, image, environment, set_status), name=f"bring-up-{name}",
+            daemon=True,
+        ).start()  # fmt: skip
+
+    def _bring_up(
+        self, name: str, model_name: str, image: str, environment: dict[str, str], set_status: Callable[..., None]
+    ) -> None:
+        with self._attached:
+            self._attached.wait_for(
+                lambda: model_name in self._containers or self._template_attached or self._closed.is_set(),
+                timeout=BRING_UP_TIMEOUT_S,
+            )
+            served = model_name in self._containers
+        if self._closed.is_set():
+            return
+        if served:
+            set_status("InService")
+            log.info("endpoint %s: InService (model %s)", name, model_name)
+            return
+        if not self._template_attached:
+            set_status("Failed", f"no container for model {model_name} within {BRING_UP_TIMEOUT_S:.0f} s")
+            return
+        if not DLC_IMAGE.match(image or ""):
+            reason = (
+                f"The local stack cannot run image {image!r} of model {model_name}: it emulates only the vLLM-Omni DLC "
+                "(<account>.dkr.ecr.<region>.amazonaws.com/vllm:omni-sagemaker-cuda-v1.5 or -v1.6)."
+            )
+            log.warning("endpoint %s: Failed: %s", name, reason)
+            set_status("Failed", reason)
+            return
+        if self._start_container is None:
+            set_status(
+                "Failed", f"this local stack starts no containers for models outside the template ({model_name})"
+            )
+            return
+        try:
+            url = self._start_container(model_name, environment)
+        except Exception as exc:  # noqa: BLE001 - any start failure is the endpoint's FailureReason
+            log.warning("endpoint %s: the emulator for %s did not start: %s", name, model_name, exc)
+            set_status("Failed", f"The container for model {model_name} did not pass its health check: {exc}")
+            return
+        self.attach(model_name, url)
+        set_status("InService")
+        log.info("endpoint %s: InService (model %s created outside the template, emulator %s)", name, model_name, url)
 
     def _endpoint(self, name: str) -> _Endpoint:
         cached = self._endpoints.get(name)
@@ -439,6 +519,8 @@ class SageMakerHosting:
 
     def shutdown(self) -> None:
         self._closed.set()
+        with self._attached:
+            self._attached.notify_all()
         for q in self._queues.values():
             for _ in range(64):
                 q.put(None)

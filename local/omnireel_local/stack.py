@@ -54,10 +54,13 @@ class Stack:
         self.home = Path(args.home).resolve()
         self.logs = self.home / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        (self.home / homedir.EVENTS_LOG).unlink(missing_ok=True)  # a new local AWS: no jobs, no events yet
         self.region = args.region
         self.account_id = homedir.ACCOUNT_ID
-        self.moto_port = args.moto_port or homedir.free_port()
-        self.api_port = args.api_port or homedir.free_port()
+        # Fixed default ports (homedir.PortPlan; a taken one falls back to a free port, logged); 0 = a free port.
+        self.ports = homedir.PortPlan(ephemeral=args.ephemeral_ports)
+        self.moto_port = args.moto_port or (self.ports.port("aws") if args.moto_port is None else homedir.free_port())
+        self.api_port = args.api_port or (self.ports.port("api") if args.api_port is None else homedir.free_port())
         self.moto_endpoint = f"http://127.0.0.1:{self.moto_port}"
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self._specs: dict[str, tuple[list[str], dict[str, str]]] = {}  # how each child was started (restarts)
@@ -148,6 +151,7 @@ class Stack:
             self.account_id,
             self.admin,
             lambda role: roles.get(role, "sagemaker.amazonaws.com", "omnireel-local-sagemaker"),
+            start_container=self._start_container_on_demand,
         )
         sqs = self._client("sqs")
 
@@ -218,6 +222,7 @@ class Stack:
             self._wait_http(f"{url}/ping", deadline, f"emulator for {model_name}", EMULATOR_START_TIMEOUT_S)
             self.hosting.attach(model_name, url)
         self.state["emulators"] = emulators
+        self.hosting.template_containers_attached()
         if relay:
             self._wait_relay(relay)
 
@@ -292,13 +297,24 @@ class Stack:
 
     def _start_emulator(self, model_name: str, env: dict[str, str]) -> str:
         """One container emulator per SageMaker Model, with the Model's container Environment (SM_VLLM_MODEL...)."""
-        port = homedir.free_port()
+        port = self.ports.port("emulator", len([n for n in self.children if n.startswith("emulator-")]))
         child_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
         argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
         if env.get("SM_VLLM_MODEL"):
             argv += ["--model", env["SM_VLLM_MODEL"]]
         self._spawn(f"emulator-{model_name}", argv, child_env)
         return f"http://127.0.0.1:{port}"
+
+    def _start_container_on_demand(self, model_name: str, env: dict[str, str]) -> str:
+        """An emulator for a DLC-image model created outside the template (CreateEndpoint through the local AWS, e.g.
+        the AWS sample's deploy.py): same process model as the template's, supervised and stopped with the stack."""
+        url = self._start_emulator(model_name, env)
+        self._wait_http(f"{url}/ping", time.monotonic() + EMULATOR_START_TIMEOUT_S, f"emulator for {model_name}",
+                        EMULATOR_START_TIMEOUT_S)  # fmt: skip
+        with self._state_lock:
+            self.state.setdefault("emulators", {})[model_name] = url
+        self.save()
+        return url
 
     def _wait_http(self, url: str, deadline: float, what: str, budget: float) -> None:
         while time.monotonic() < deadline:
@@ -343,11 +359,11 @@ class Stack:
                 log.info("no TTS model in the template (EnableVoice=false): no relay (`--relay` forces one)")
                 return {}
             # --relay without a TTS model: serve speech from a dedicated emulator.
-            port = homedir.free_port()
+            port = self.ports.port("emulator", len([n for n in self.children if n.startswith("emulator-")]))
             argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
             self._spawn("emulator-speech", [*argv, "--routes", "speech"], {**os.environ, "PYTHONUNBUFFERED": "1"})
             upstream = dedicated = f"http://127.0.0.1:{port}"
-        port, token = homedir.free_port(), secrets.token_urlsafe(32)  # URL-safe base64: HTTP token characters
+        port, token = self.ports.port("relay"), secrets.token_urlsafe(32)  # URL-safe base64: HTTP token characters
         upstream_url = upstream.replace("http://", "ws://") + RELAY_PATH
         env = {k: v for k, v in os.environ.items() if not k.startswith("OMNIREEL_RELAY_")}  # nothing inherited
         env.update(
@@ -454,8 +470,12 @@ def _preload_emulator_config() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m omnireel_local.stack")
     parser.add_argument("--home", default=str(homedir.home()))
-    parser.add_argument("--moto-port", type=int, default=0)
-    parser.add_argument("--api-port", type=int, default=0)
+    parser.add_argument("--moto-port", type=int, help="local AWS port (default 4710, 0 = a free port)")
+    parser.add_argument("--api-port", type=int, help="HTTP API port (default 4711, 0 = a free port)")
+    parser.add_argument(
+        "--ephemeral-ports", action="store_true",
+        help="a free port for every part instead of the fixed defaults (tests, parallel stacks)",
+    )  # fmt: skip
     parser.add_argument("--region", default=homedir.REGION)
     parser.add_argument("--stack-name", default=homedir.STACK_NAME)
     parser.add_argument("--parameter", action="append", default=[], help="template parameter override Name=Value")

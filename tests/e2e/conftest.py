@@ -53,18 +53,14 @@ def parse_env(text: str) -> dict[str, str]:
     return parse_env_lines(text)
 
 
-def start_stack(home: Path, *extra: str) -> LocalStack:
-    env = {**os.environ, "OMNIREEL_HOME": str(home)}
+def start_stack(home: Path, *extra: str, env: dict[str, str] | None = None, fixed_ports: bool = False) -> LocalStack:
+    """``fixed_ports``: the stack's default port block (OMNIREEL_LOCAL_BASE_PORT in ``env``) instead of free ports."""
+    env = {**os.environ, **(env or {}), "OMNIREEL_HOME": str(home)}
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         env.pop(name, None)
     stack = LocalStack(home, env, {})
-    result = stack.cli(
-        "local", "up",
-        "--moto-port", str(homedir.free_port()),
-        "--api-port", str(homedir.free_port()),
-        *extra,
-        timeout=UP_TIMEOUT_S,
-    )  # fmt: skip
+    ports = [] if fixed_ports else ["--ephemeral-ports"]  # parallel test stacks never share a port
+    result = stack.cli("local", "up", *ports, *extra, timeout=UP_TIMEOUT_S)
     if result.returncode != 0:
         log = home / "logs" / "stack.log"
         tail = log.read_text()[-4000:] if log.exists() else ""

@@ -43,3 +43,15 @@ def test_every_function_is_built_from_its_folder(build_dir):
     }
     assert built == sorted(declared)
     assert sorted(declared.values()) == functions and len(functions) >= 10
+
+
+def test_layer_ships_pyvips_with_libvips_for_arm64(build_dir):
+    """pyvips (a pure-Python wheel the layer Makefile builds from the sdist) and libvips from pyvips-binary."""
+    python = build_dir / "DomainLayer" / "python"
+    assert (python / "pyvips" / "__init__.py").exists()
+    assert not list((python / "pyvips").glob("*.so"))  # ABI mode: nothing compiled for the build machine
+    shared = list(python.glob("_libvips*.so")) + list((python / "pyvips_binary.libs").glob("libvips*.so*"))
+    assert len(shared) >= 2
+    for path in shared:
+        header = path.read_bytes()[:20]
+        assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 183, path  # EM_AARCH64

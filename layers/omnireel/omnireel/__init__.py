@@ -1,7 +1,22 @@
 """omnireel domain package: prompt -> image -> video on vLLM-Omni endpoints.
 
-Pure logic and typed models live in the top-level modules; the thin AWS clients live in
-``omnireel.aws``. Lambda handlers in ``functions/`` parse input, call one function here and map errors.
+Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` fences it, see
+``docs/development.md``):
+
+- **models and rules** (no AWS, no I/O): ``bounded``, ``caller``, ``errors``, ``events``, ``image_request``, ``job``,
+  ``media``, ``notification``, ``reference_image``, ``request``, ``s3uri``, ``video_request``. They import only each
+  other and pure libraries (pydantic, Pillow, pyvips, requests-toolbelt): never ``omnireel.aws``, boto3 or botocore.
+- **use cases** (one operation each, written against the adapters): ``submission`` (accept a request), ``inbox`` (a
+  dropped file becomes a job), ``steps`` (the pipeline's steps), ``outcome`` (finish a job: terminal transition and
+  its one event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links).
+  -> models and rules, ``omnireel.aws``, ``observability``.
+- **Lambda glue** (shared by the handlers in ``functions/``): ``settings`` (typed environment), ``observability``
+  (Logger, Tracer, Metrics), ``step_handler`` (domain errors -> state machine errors).
+- **adapters** ``omnireel.aws``: thin boto3 clients that speak the domain's language (the only place boto3 and
+  botocore are imported). -> models and rules, ``observability``.
+
+Handlers in ``functions/`` parse input, call one use case and map errors. Product code (``functions/``, ``layers/``,
+``relay/``) never imports the local stack (``omnireel_local``) or the CLI (``omnireel_cli``).
 """
 
 __version__ = "0.1.0"

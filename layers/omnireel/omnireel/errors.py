@@ -60,6 +60,12 @@ class JobFinished(OmnireelError):
         self.status = status
 
 
+class NotJobOwner(OmnireelError):
+    """A cancellation of a job the caller may see but did not submit (a dropped file's job has no owner)."""
+
+    code = "NotJobOwner"
+
+
 class InvalidCursor(InvalidRequest):
     """A listing cursor that this API did not hand out to this caller (or for another filter)."""
 

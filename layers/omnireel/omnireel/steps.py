@@ -6,8 +6,6 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
-from typing import Any
-
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.sagemaker import ImageEndpoint, VideoEndpoint
@@ -20,10 +18,12 @@ from omnireel.errors import (
     VideoRenderFailed,
     VideoTimedOut,
 )
+from omnireel.image_request import image_request_body
 from omnireel.job import Job, JobStatus
-from omnireel.media import check_mp4_boxes, prepare_video_reference
+from omnireel.media import check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
+from omnireel.reference_image import prepare_video_reference
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key, video_request_key
 from omnireel.video_request import build_video_request
@@ -31,25 +31,6 @@ from omnireel.video_request import build_video_request
 # Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry would
 # wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
-
-
-def image_request_body(request: JobRequest, model_id: str | None) -> dict[str, Any]:
-    """The /v1/images/generations JSON body (ImageGenerationRequest)."""
-    body: dict[str, Any] = {
-        "prompt": request.prompt,
-        "size": request.image.size,
-        "num_inference_steps": request.image.num_inference_steps,
-        "guidance_scale": request.guidance_scale,
-        "response_format": "b64_json",
-        "output_format": "png",
-    }
-    if model_id:
-        body["model"] = model_id
-    if request.seed is not None:
-        body["seed"] = request.seed
-    if request.negative_prompt:
-        body["negative_prompt"] = request.negative_prompt
-    return body
 
 
 def _require_request(job: Job) -> JobRequest:

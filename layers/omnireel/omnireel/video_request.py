@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from requests_toolbelt.multipart.encoder import MultipartEncoder
 
-from omnireel.media import VideoReference
+from omnireel.reference_image import VideoReference
 from omnireel.request import JobRequest
 
 

@@ -159,3 +159,57 @@ def test_a_role_lambda_cannot_assume_fails_the_invocation(tmp_path: Path) -> Non
         assert runner.pids() == []
     finally:
         runner.shutdown()
+
+
+def test_a_code_change_is_picked_up_by_the_next_invocation(runner: LambdaRunner, tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    """Hot reload: editing the function's code retires its warm workers (logged); no `local down && up`."""
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "shared.py").write_text("VALUE = 'one'\n")
+    code = tmp_path / "reload"
+    code.mkdir()
+    (code / "handler.py").write_text("import os, shared\ndef handler(event, context):\n"
+                                     "    return {'value': shared.VALUE, 'pid': os.getpid()}\n")  # fmt: skip
+    runner.register("reload", FunctionCode(code, (layer,)))
+    first, warm = invoke(runner, {}, name="reload"), invoke(runner, {}, name="reload")
+    assert not warm.cold and json.loads(warm.payload) == json.loads(first.payload)
+
+    caplog.set_level("INFO", logger="omnireel_local.lambda")
+    (layer / "shared.py").write_text("VALUE = 'two, from the edited layer'\n")
+    after_layer_edit = invoke(runner, {}, name="reload")
+    assert after_layer_edit.cold
+    assert json.loads(after_layer_edit.payload)["value"] == "two, from the edited layer"
+    assert f"lambda reload: code changed ({layer / 'shared.py'})" in caplog.text
+
+    (code / "handler.py").write_text("def handler(event, context):\n    return {'value': 'three'}\n")
+    assert json.loads(invoke(runner, {}, name="reload").payload) == {"value": "three"}
+    again = invoke(runner, {}, name="reload")
+    assert not again.cold  # unchanged code: warm again
+
+
+def test_every_log_line_carries_the_request_and_the_job(runner: LambdaRunner, tmp_path: Path) -> None:
+    code = tmp_path / "chatty"
+    code.mkdir()
+    (code / "handler.py").write_text(
+        "import json, sys\nprint('importing')\n"
+        "def handler(event, context):\n"
+        "    print('working on it')\n"
+        "    print('to stderr', file=sys.stderr)\n"
+        "    return {'body': json.dumps({'job_id': '0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a22'})}\n"
+    )
+    runner.register("chatty", FunctionCode(code))
+    job = "0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11"
+    assert not invoke(runner, {"job_id": job}, name="chatty").errored  # the event names the job
+    assert not invoke(runner, {"body": "{}"}, name="chatty").errored  # only the result does (POST /jobs)
+    runner.shutdown()
+    lines = (tmp_path / "logs" / "lambda-chatty.log").read_text().splitlines()
+    fields = [line.split("\t", 3) for line in lines]
+    assert all(len(f) == 4 and f[0].endswith("Z") and f[2].startswith("job=") for f in fields), lines
+    assert [f[3] for f in fields if f[1] == "init"] == ["importing"]
+    first = [f for f in fields if f[2] == f"job={job}"]
+    second = [f for f in fields if f[2] == "job=0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a22"]
+    for block in (first, second):
+        texts = [f[3] for f in block]
+        assert texts[0].startswith("START RequestId") and "working on it" in texts and "to stderr" in texts
+        assert texts[-1].startswith("REPORT RequestId") and len({f[1] for f in block}) == 1

@@ -4,10 +4,10 @@ import io
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageOps
 
 from bench.report import quantile, table, write_section
-from bench.video_request_prep import _decode_rows_needed, lanczos_matrix, make_test_png, psnr, ssim
+from bench.video_request_prep import lanczos_matrix, make_test_png, psnr, sample_prepare_video_reference, ssim
 
 
 def test_ssim_identity_and_degradation():
@@ -24,16 +24,14 @@ def test_lanczos_matrix_rows_are_normalised():
     assert np.allclose(m.sum(axis=1), 1.0)
 
 
-def test_partial_png_decode_is_bit_identical_where_the_resize_reads():
+def test_sample_method_is_the_aws_samples_calls():
+    """The baseline converts the *full* image to RGB before ImageOps.fit, as vllm_omni_media.py does."""
     png = make_test_png("objects", 7, size=256)
-    box = (0.0, 256 / 6, 256.0, 256 * 5 / 6)  # 480x320 centre crop of a square
-    with Image.open(io.BytesIO(png)) as full:
-        expected = full.resize((120, 80), Image.Resampling.LANCZOS, box=box)
-    with Image.open(io.BytesIO(png)) as partial:
-        _decode_rows_needed(partial, 120, 80)
-        assert partial.tile[0].extents[3] < 256
-        got = partial.resize((120, 80), Image.Resampling.LANCZOS, box=box)
-    assert got.tobytes() == expected.tobytes()
+    with Image.open(io.BytesIO(png)) as source:
+        fitted = ImageOps.fit(source.convert("RGB"), (120, 80), method=Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    fitted.save(buffer, format="JPEG", quality=90, optimize=True)
+    assert sample_prepare_video_reference(png, 120, 80) == buffer.getvalue()
 
 
 def test_quantile_and_table():

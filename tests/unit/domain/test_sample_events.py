@@ -10,14 +10,46 @@ from aws_lambda_powertools.utilities.parser.models import APIGatewayProxyEventV2
 from omnireel.errors import decode_step_failure
 from omnireel.notification import AsyncInferenceNotification
 from omnireel.step_handler import StepInput
+from omnireel_cli.invoke import PLACEHOLDERS, fill
 
 ROOT = Path(__file__).resolve().parents[3]
 EVENTS = ROOT / "events"
 FUNCTIONS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
 
 
+# Example values for the events' {{placeholders}} (`omnireel invoke` fills them from a real job of the stack).
+EXAMPLE = {
+    "job_id": "0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11",
+    "account_id": "123456789012",
+    "region": "us-east-1",
+    "inbox_bucket": "omnireel-dev-inbox-123456789012-us-east-1",
+    "artifacts_bucket": "omnireel-dev-artifacts-123456789012-us-east-1",
+    "state_machine_arn": "arn:aws:states:us-east-1:123456789012:stateMachine:PipelineStateMachine",
+    "video_success_topic_arn": "arn:aws:sns:us-east-1:123456789012:VideoSuccessTopic",
+    "video_error_topic_arn": "arn:aws:sns:us-east-1:123456789012:VideoErrorTopic",
+    "video_endpoint": "omnireel-video",
+    "execution_name": "0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11-5f2c9a7e3b1d",
+    "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:PipelineStateMachine:"
+    "0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11-5f2c9a7e3b1d",
+    "task_token": "AQCEAAAAKgAAAAMAAAAAAAAAAeExampleTaskToken",
+    "async_output_location": "s3://omnireel-artifacts/async/outputs/7c0e5f0a-1d2b-4c3d-9e8f-0a1b2c3d4e5f.out",
+    "async_failure_location": "s3://omnireel-artifacts/async/failures/7c0e5f0a-1d2b-4c3d-9e8f-0a1b2c3d4e5f-error.out",
+    "source_key": "prompts/paper boat.txt",
+    "source_key_url": "prompts/paper+boat.txt",
+    "source_version_id": "3HL4kqtJvjVBH40Nrjfkd",
+    "source_etag": "0123456789abcdef0123456789abcdef",
+    "caller_arn": "arn:aws:iam::123456789012:user/app",
+    "idempotency_key": "order-1234",
+    "schedule_rule_arn": "arn:aws:events:us-east-1:123456789012:rule/omnireel-FailOverdueJobsFunctionEvery5Minutes",
+}
+
+
 def load(name: str) -> dict:
-    return json.loads((EVENTS / name).read_text())
+    return json.loads(fill((EVENTS / name).read_text(), EXAMPLE))
+
+
+def test_every_placeholder_has_an_example_and_a_meaning():
+    assert set(EXAMPLE) == set(PLACEHOLDERS)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

@@ -10,7 +10,7 @@ import json
 import pytest
 from starlette.requests import Request
 
-from omnireel.media import prepare_video_reference
+from omnireel.reference_image import prepare_video_reference
 from omnireel.request import parse_job_request
 from omnireel.video_request import build_video_request
 from tests.unit.domain.media_fixtures import png_bytes

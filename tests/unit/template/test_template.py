@@ -16,6 +16,8 @@ from omnireel_local.cfn_template import ROOT, load_template
 
 PINNED_IMAGE = "${Account}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/vllm:omni-sagemaker-cuda-v1.6"
 POOLS = ["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
+# FLUX.2-klein-4B + its Qwen3-4B text encoder (~16 GB bf16) does not fit the 16 GB T4 of ml.g4dn (issue 16 item 6).
+IMAGE_POOLS = ["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge"]
 # Event sources whose service invokes Lambda asynchronously (so failures need an on-failure destination).
 ASYNC_EVENT_TYPES = {"S3", "SNS", "EventBridgeRule", "Schedule", "ScheduleV2", "CloudWatchEvent"}
 FUNCTION_FOLDERS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())
@@ -87,16 +89,21 @@ def test_model_environment_differs_only_in_model_and_video_tiling(cfn: dict[str,
 
 
 # ---------------------------------------------------------------- 2. instance pools
-@pytest.mark.parametrize("config", ["ImageEndpointConfig", "TtsEndpointConfig"])
-def test_realtime_endpoints_have_instance_pools_in_priority_order(cfn: dict[str, Any], config: str) -> None:
-    assert cfn["Parameters"]["RealtimeInstanceTypes"]["Default"].split(",") == POOLS
+@pytest.mark.parametrize(
+    ("config", "kind", "defaults"), [("ImageEndpointConfig", "Image", IMAGE_POOLS), ("TtsEndpointConfig", "Tts", POOLS)]
+)
+def test_realtime_endpoints_have_their_own_instance_pools_in_priority_order(
+    cfn: dict[str, Any], config: str, kind: str, defaults: list[str]
+) -> None:
+    assert cfn["Parameters"][f"{kind}InstanceTypes"]["Default"].split(",") == defaults
     (variant,) = props(cfn, config)["ProductionVariants"]
     assert "InstanceType" not in variant
     pools = variant["InstancePools"]
-    assert pools[0] == {"InstanceType": {"Fn::Select": [0, {"Ref": "RealtimeInstanceTypes"}]}, "Priority": 1}
+    assert pools[0] == {"InstanceType": {"Fn::Select": [0, {"Ref": f"{kind}InstanceTypes"}]}, "Priority": 1}
     for index, entry in enumerate(pools[1:], start=1):
         condition, pool, absent = entry["Fn::If"]
-        assert condition == f"HasRealtimePool{index + 1}"
+        assert condition == f"Has{kind}Pool{index + 1}"
+        assert kind in str(cfn["Conditions"][condition])
         assert pool["Priority"] == index + 1
         assert pool["InstanceType"]["Fn::Select"][0] == index
         assert absent == {"Ref": "AWS::NoValue"}

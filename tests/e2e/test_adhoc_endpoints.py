@@ -1,0 +1,130 @@
+"""Issue 16 item 8: an endpoint created outside the template (the AWS sample's deploy.py, against the local stack) is
+InService only when a container serves it - a DLC-image model gets an emulator, any other image fails clearly.
+
+The calls are deploy.py's own (CreateModel with the DLC image and SM_VLLM_MODEL, CreateEndpointConfig with one
+AllTraffic variant, CreateEndpoint, the endpoint_in_service waiter, InvokeEndpoint with route=), made by a scratch IAM
+user of the developer's (the local AWS enforces IAM: the developer identity itself may not create endpoints)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import WaiterError
+
+from omnireel_local import home as homedir
+
+from .conftest import LocalStack
+from .helpers import aws_client, png_size
+
+DLC_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"
+
+
+def _scratch_deployer(stack: LocalStack) -> dict[str, Any]:
+    """A scratch user allowed what deploy.py needs (and nothing in the template's name space)."""
+    iam = aws_client(stack, "iam")
+    name = f"{homedir.STACK_NAME}-scratch-deployer-{int(time.time() * 1000)}"
+    iam.create_user(UserName=name)
+    iam.put_user_policy(
+        UserName=name,
+        PolicyName="deploy-py",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": ["sagemaker:*", "iam:PassRole"], "Resource": "*"},
+                ],
+            }
+        ),
+    )
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
+
+
+def _client(stack: LocalStack, service: str, credentials: dict[str, Any]) -> Any:
+    env = stack.outputs
+    return boto3.client(service, endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"], **credentials)
+
+
+def _deploy(sm: Any, name: str, image: str, model_id: str, role_arn: str) -> None:
+    sm.create_model(
+        ModelName=name,
+        PrimaryContainer={"Image": image, "Environment": {"SM_VLLM_MODEL": model_id}},
+        ExecutionRoleArn=role_arn,
+    )
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InstanceType": "ml.g6.xlarge",
+                "InitialInstanceCount": 1,
+                "InitialVariantWeight": 1.0,
+                "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
+                "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
+            }
+        ],
+    )
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+
+
+@pytest.fixture(scope="module")
+def deployer(stack: LocalStack) -> dict[str, Any]:
+    return _scratch_deployer(stack)
+
+
+def _role_arn(stack: LocalStack) -> str:
+    role = stack.state()["provisioned"]["resources"]["SageMakerExecutionRole"]["id"]
+    return role if role.startswith("arn:") else f"arn:aws:iam::{homedir.ACCOUNT_ID}:role/{role}"
+
+
+def test_a_dlc_model_created_outside_the_template_is_creating_then_served(
+    stack: LocalStack, deployer: dict[str, Any]
+) -> None:
+    sm = _client(stack, "sagemaker", deployer)
+    name = f"sample-image-{int(time.time() * 1000)}"
+    _deploy(sm, name, DLC_IMAGE, "black-forest-labs/FLUX.2-klein-4B", _role_arn(stack))
+    # Before the fix moto answered InService at once, with no container: every invocation then failed.
+    assert sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "Creating"
+    sm.get_waiter("endpoint_in_service").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 90})
+
+    runtime = _client(stack, "sagemaker-runtime", deployer)
+    body = {"prompt": "a lighthouse at dusk", "size": "64x64", "num_inference_steps": 2, "response_format": "b64_json"}
+    response = runtime.invoke_endpoint(
+        EndpointName=name,
+        Body=json.dumps(body).encode(),
+        ContentType="application/json",
+        Accept="application/json",
+        CustomAttributes="route=/v1/images/generations",
+    )
+    png = base64.b64decode(json.loads(response["Body"].read())["data"][0]["b64_json"])
+    path = stack.home / f"{name}.png"
+    path.write_bytes(png)
+    assert png_size(path) == (64, 64)
+    # The emulator is the stack's child: listed in the state, stopped by `local down` (the session fixture checks).
+    assert name in stack.state().get("emulators", {})
+
+
+def test_a_model_with_another_image_fails_with_a_reason_instead_of_in_service(
+    stack: LocalStack, deployer: dict[str, Any]
+) -> None:
+    sm = _client(stack, "sagemaker", deployer)
+    name = f"sample-custom-{int(time.time() * 1000)}"
+    _deploy(sm, name, "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-own-server:latest", "x/y", _role_arn(stack))
+    with pytest.raises(WaiterError):
+        sm.get_waiter("endpoint_in_service").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+    described = sm.describe_endpoint(EndpointName=name)
+    assert described["EndpointStatus"] == "Failed"
+    assert "vLLM-Omni DLC" in described["FailureReason"] and "my-own-server" in described["FailureReason"]
+
+
+def test_the_template_endpoints_are_in_service(stack: LocalStack) -> None:
+    sm = aws_client(stack, "sagemaker")
+    for output in ("ImageEndpointName", "VideoEndpointName"):
+        name = stack.state()["outputs"][output]
+        assert sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "InService", name

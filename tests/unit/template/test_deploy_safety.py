@@ -1,0 +1,277 @@
+"""Issue 16: a deploy fails before the first resource is created, updates and teardown are safe.
+
+The template's Rules are evaluated with ``omnireel_local.cfn_rules`` (the evaluator the local stack and
+``omnireel preflight`` use); names are resolved from template.yaml's own expressions, so a changed expression is what
+these tests check."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import botocore
+import pytest
+
+from omnireel_cli import preflight
+from omnireel_local import cfn_rules
+from omnireel_local.cfn_template import ROOT, load_template
+
+VOICE = {
+    "RelayImageUri": "111122223333.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:abc1234",
+    "RelayCertificateArn": "arn:aws:acm:us-east-1:111122223333:certificate/0b0e3c3e-1111-2222-3333-444455556666",
+    "VpcId": "vpc-0123456789abcdef0",
+    "PublicSubnetIds": "subnet-aaa,subnet-bbb",
+    "RelaySubnetIds": "subnet-ccc",
+}
+# The functions CloudFormation allows in a Rules section (Template Reference, "Rule functions").
+RULE_FUNCTIONS = {
+    "Fn::And", "Fn::Contains", "Fn::EachMemberEquals", "Fn::EachMemberIn", "Fn::Equals", "Fn::Not", "Fn::Or",
+    "Fn::RefAll", "Fn::ValueOf", "Fn::ValueOfAll", "Ref",
+}  # fmt: skip
+DATA_RESOURCES = {"ArtifactsBucket", "InboxBucket", "JobsTable", "RelayTokenSecret", "AlarmTopicKey"}
+
+
+@pytest.fixture(scope="module")
+def sam() -> dict[str, Any]:
+    return load_template()
+
+
+def refused(sam: dict[str, Any], region: str = "us-east-1", **overrides: str) -> list[str]:
+    return cfn_rules.constraint_violations(sam, overrides) + cfn_rules.failed_assertions(sam, overrides, region=region)
+
+
+# ---------------------------------------------------------------- 1. validate early (Rules)
+def test_rules_use_only_functions_cloudformation_allows_in_rules(sam: dict[str, Any]) -> None:
+    used: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            used.update(k for k in node if k.startswith("Fn::") or k == "Ref")
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for rule in sam["Rules"].values():
+        walk(rule.get("RuleCondition"))
+        walk([a["Assert"] for a in rule["Assertions"]])
+    assert used <= RULE_FUNCTIONS, used - RULE_FUNCTIONS
+
+
+def test_defaults_without_voice_and_full_voice_parameters_pass(sam: dict[str, Any]) -> None:
+    assert refused(sam, EnableVoice="false") == []
+    assert refused(sam, **VOICE) == []
+
+
+@pytest.mark.parametrize("subnets", ["PublicSubnetIds", "RelaySubnetIds"])
+@pytest.mark.parametrize("value", ["", "subnet-aaa,,subnet-bbb", ","])
+def test_voice_refuses_missing_or_empty_subnet_entries(sam: dict[str, Any], subnets: str, value: str) -> None:
+    # Before issue 16 only VpcId was checked: a forgotten subnet list failed at load balancer creation, after the
+    # endpoints had started, and rolled them back.
+    problems = refused(sam, **{**VOICE, subnets: value})
+    assert any(subnets in p for p in problems), problems
+
+
+def test_video_min_capacity_may_never_exceed_max(sam: dict[str, Any]) -> None:
+    for maximum in range(1, 11):
+        for minimum in range(0, 11):
+            problems = refused(sam, EnableVoice="false", VideoMinCapacity=str(minimum), VideoMaxCapacity=str(maximum))
+            assert bool(problems) == (minimum > maximum), (minimum, maximum, problems)
+
+
+def test_pinned_image_needs_a_mapped_region_or_dlc_image_uri(sam: dict[str, Any]) -> None:
+    assert any("DlcImageUri" in p for p in refused(sam, region="ap-southeast-5", EnableVoice="false"))
+    uri = "111122223333.dkr.ecr.ap-southeast-5.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"
+    assert refused(sam, region="ap-southeast-5", EnableVoice="false", DlcImageUri=uri) == []
+    mapped = set(sam["Mappings"]["DlcRegistry"])
+    (rule,) = sam["Rules"]["PinnedDlcImageNeedsAMappedRegion"]["Assertions"]
+    assert set(rule["Assert"]["Fn::Contains"][0]) == mapped  # the rule and the mapping name the same regions
+
+
+@pytest.mark.parametrize("pools", ["ml.g6.xlarge,,ml.g5.xlarge", ",ml.g6.xlarge"])
+def test_instance_pool_lists_have_no_empty_entry(sam: dict[str, Any], pools: str) -> None:
+    assert refused(sam, EnableVoice="false", ImageInstanceTypes=pools)
+    assert refused(sam, EnableVoice="false", TtsInstanceTypes=pools)
+
+
+def test_flux_klein_is_never_placed_on_a_16_gb_t4(sam: dict[str, Any]) -> None:
+    problems = refused(sam, EnableVoice="false", ImageInstanceTypes="ml.g6.xlarge,ml.g4dn.xlarge")
+    assert any("T4" in p for p in problems)
+    # Another image model may choose its own pools; the TTS endpoint may use g4dn (its default list does).
+    assert refused(sam, EnableVoice="false", ImageModelId="other/model", ImageInstanceTypes="ml.g4dn.xlarge") == []
+    assert "ml.g4dn.xlarge" in sam["Parameters"]["TtsInstanceTypes"]["Default"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("VideoInstanceType", "g6e.xlarge"),
+        ("VpcId", "my-vpc"),
+        ("RelayCertificateArn", "arn:aws:iam::111122223333:server-certificate/x"),
+        ("RelayImageUri", "docker.io/omnireel/relay:latest"),
+        ("RelayAllowedCidr", "0.0.0.0"),
+        ("AlarmEmail", "oncall"),
+        ("RetainData", "yes"),
+    ],
+)
+def test_malformed_parameters_are_refused_by_their_constraints(sam: dict[str, Any], name: str, value: str) -> None:
+    assert any(name in p for p in cfn_rules.constraint_violations(sam, {name: value}))
+
+
+def test_the_local_stack_refuses_what_the_rules_refuse() -> None:
+    """The local provisioner checks constraints and Rules before its first API call (no server needed to see it)."""
+    from omnireel_local.provision import Provisioner, TemplateRulesFailed
+
+    provisioner = Provisioner(
+        "http://127.0.0.1:9", parameter_overrides={"VideoMinCapacity": "2", "VideoMaxCapacity": "1"}
+    )
+    with pytest.raises(TemplateRulesFailed, match="VideoMinCapacity must not exceed VideoMaxCapacity"):
+        provisioner.run()
+
+
+# ---------------------------------------------------------------- 2. names
+def _all_regions() -> list[str]:
+    data = json.loads((Path(botocore.__file__).parent / "data" / "endpoints.json").read_text())
+    return sorted({region for partition in data["partitions"] for region in partition["regions"]})
+
+
+def test_inbox_bucket_name_is_the_expression_preflight_checks(sam: dict[str, Any]) -> None:
+    names = preflight.derived_names(sam, "omnireel-dev", "eu-west-1", {}, "111122223333")
+    assert names["inbox bucket"] == ("omnireel-dev-inbox-111122223333-eu-west-1", 63)
+    assert names["VideoEndpoint name"][0] == "omnireel-dev-video-ml-g6e-xlarge"
+
+
+def test_stack_name_limit_over_the_longest_region_name(sam: dict[str, Any]) -> None:
+    regions = _all_regions()
+    longest = max(regions, key=lambda r: (len(r), r))
+    assert len(longest) >= 14  # e.g. ap-southeast-5: botocore's partitions list it
+    limit = preflight.max_stack_name_length(sam, longest, {})
+    assert limit == 63 - len("-inbox-") - 12 - 1 - len(longest)
+    assert preflight.max_stack_name_length(sam, "us-east-1", {}) == 34
+    for stack, ok in (("a" * limit, True), ("a" * (limit + 1), False)):
+        report = preflight.Report()
+        preflight.check_names(report, sam, stack, longest, {}, "111122223333")
+        assert report.ok is ok, report.render()
+        bucket = preflight.derived_names(sam, stack, longest, {}, "111122223333")["inbox bucket"][0]
+        assert (len(bucket) <= 63) is ok
+    # The documented table matches the computation.
+    ops = (ROOT / "docs" / "operations.md").read_text()
+    assert "| `us-east-1` | 34 |" in ops and f"| `{longest}` (the longest) | {limit} |" in ops
+
+
+@pytest.mark.parametrize("stack", ["Omnireel-dev", "omnireel_dev", "1omnireel"])
+def test_stack_names_that_cannot_name_a_bucket_are_refused(sam: dict[str, Any], stack: str) -> None:
+    report = preflight.Report()
+    preflight.check_names(report, sam, stack, "us-east-1", {}, "111122223333")
+    assert not report.ok
+
+
+# ---------------------------------------------------------------- 3. updates
+def _endpoint_names(sam: dict[str, Any], **params: str) -> dict[str, str]:
+    names = preflight.derived_names(sam, "omnireel-prod", "us-east-1", params, "111122223333")
+    return {k.split()[0]: v[0] for k, v in names.items() if k.endswith("Endpoint name")}
+
+
+def test_a_new_video_instance_type_is_a_new_endpoint_and_nothing_else_renames_it(sam: dict[str, Any]) -> None:
+    before = _endpoint_names(sam)
+    after = _endpoint_names(sam, VideoInstanceType="ml.g6e.2xlarge")
+    assert before["VideoEndpoint"] != after["VideoEndpoint"]  # EndpointName is replace-only: blue/green
+    assert before["ImageEndpoint"] == after["ImageEndpoint"] and before["TtsEndpoint"] == after["TtsEndpoint"]
+    for change in ({"VideoModelId": "x/y"}, {"DlcImageUri": "111122223333.dkr.ecr.us-east-1.amazonaws.com/v:1"},
+                   {"VideoMaxConcurrentInvocationsPerInstance": "2"}, {"InferenceAmiVersion": "other"}):  # fmt: skip
+        assert _endpoint_names(sam, **change) == before, change
+
+
+def test_video_endpoint_updates_keep_the_current_instance_count(sam: dict[str, Any]) -> None:
+    props = sam["Resources"]["VideoEndpoint"]["Properties"]
+    assert props["RetainAllVariantProperties"] is True
+    assert "ExcludeRetainedVariantProperties" not in props
+
+
+def test_autoscaling_follows_the_endpoint_through_a_replacement(sam: dict[str, Any]) -> None:
+    resources = sam["Resources"]
+    target = resources["VideoScalableTarget"]["Properties"]
+    assert target["ResourceId"] == {"Fn::Sub": "endpoint/${VideoEndpoint.EndpointName}/variant/AllTraffic"}
+    for policy in ("VideoBacklogScalingPolicy", "VideoWakeUpScalingPolicy"):
+        # A fixed policy name would be a custom-named resource that cannot be replaced.
+        assert "${VideoEndpoint.EndpointName}" in resources[policy]["Properties"]["PolicyName"]["Fn::Sub"]
+
+
+def test_docs_say_what_each_parameter_change_does(sam: dict[str, Any]) -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    section = text.split("## What a parameter change does to a live stack", 1)[1].split("\n## ", 1)[0]
+    for name in sam["Parameters"]:
+        assert f"`{name}`" in section, f"{name} is not in the parameter-change table"
+
+
+# ---------------------------------------------------------------- 4. logs
+def test_state_machine_logs_under_vendedlogs(sam: dict[str, Any]) -> None:
+    group = sam["Resources"]["StateMachineLogGroup"]["Properties"]["LogGroupName"]["Fn::Sub"]
+    assert group.startswith("/aws/vendedlogs/states/")
+    destinations = sam["Resources"]["PipelineStateMachine"]["Properties"]["Logging"]["Destinations"]
+    assert destinations == [
+        {"CloudWatchLogsLogGroup": {"LogGroupArn": {"Fn::GetAtt": ["StateMachineLogGroup", "Arn"]}}}
+    ]
+
+
+@pytest.mark.parametrize("kind", ["Image", "Video", "Tts"])
+def test_endpoint_log_groups_exist_first_with_retention(sam: dict[str, Any], kind: str) -> None:
+    resources = sam["Resources"]
+    endpoint, group = resources[f"{kind}Endpoint"], resources[f"{kind}EndpointLogGroup"]
+    assert endpoint["DependsOn"] == f"{kind}EndpointLogGroup"
+    assert endpoint.get("Condition") == group.get("Condition")
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    values = {"AWS::StackName": "omnireel-prod", **cfn_rules.parameter_values(sam, {})}
+    for params in ({}, {"VideoInstanceType": "ml.g5.2xlarge"}):
+        values.update(params)
+        name = preflight.resolve_name(endpoint["Properties"]["EndpointName"], values)
+        assert preflight.resolve_name(group["Properties"]["LogGroupName"], values) == f"/aws/sagemaker/Endpoints/{name}"
+
+
+# ---------------------------------------------------------------- 5. data outlives mistakes
+def test_data_resources_are_retained_by_profile(sam: dict[str, Any]) -> None:
+    assert sam["Transform"] == ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]
+    assert sam["Conditions"]["RetainDataOnDelete"] == {"Fn::Equals": [{"Ref": "RetainData"}, "true"]}
+    assert sam["Parameters"]["RetainData"]["Default"] == "true"  # a stack deployed without a profile keeps its data
+    for logical in DATA_RESOURCES:
+        resource = sam["Resources"][logical]
+        for attribute in ("DeletionPolicy", "UpdateReplacePolicy"):
+            assert resource[attribute] == {"Fn::If": ["RetainDataOnDelete", "Retain", "Delete"]}, (logical, attribute)
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+
+    def value(env: str) -> str:
+        items = config[env]["deploy"]["parameters"]["parameter_overrides"]
+        return dict(i.split("=", 1) for i in items)["RetainData"]
+
+    assert (value("dev"), value("prod")) == ("false", "true")
+
+
+def test_destroy_keeps_retained_data_and_empties_only_a_dev_stack() -> None:
+    import boto3
+    from moto import mock_aws
+
+    from scripts.destroy_stack import retains_data
+
+    body = {"Parameters": {"RetainData": {"Type": "String"}}, "Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}
+    with mock_aws():
+        cfn = boto3.client("cloudformation", region_name="us-east-1")
+        for stack, retain in (("prod", "true"), ("dev", "false")):
+            cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body),
+                             Parameters=[{"ParameterKey": "RetainData", "ParameterValue": retain}])  # fmt: skip
+        cfn.create_stack(StackName="old", TemplateBody=json.dumps({"Resources": body["Resources"]}))
+        assert (retains_data(cfn, "prod"), retains_data(cfn, "dev"), retains_data(cfn, "old")) == (True, False, False)
+
+
+# ---------------------------------------------------------------- 6. instance pools per model
+def test_operations_gives_a_reason_for_every_pool_member(sam: dict[str, Any]) -> None:
+    text = (ROOT / "docs" / "operations.md").read_text()
+    section = text.split("### Instance pools per model", 1)[1].split("\n## ", 1)[0]
+    for parameter in ("ImageInstanceTypes", "TtsInstanceTypes"):
+        for instance_type in sam["Parameters"][parameter]["Default"].split(","):
+            row = next((line for line in section.splitlines() if f"`{instance_type}`" in line), "")
+            assert re.search(r"\d+ GB", row), f"{instance_type}: no memory reason in the pools table"
+    assert "ml.g4dn.xlarge" not in sam["Parameters"]["ImageInstanceTypes"]["Default"]
