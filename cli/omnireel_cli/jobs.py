@@ -312,7 +312,7 @@ def wait_for_event(sqs: Any, url: str, job_id: str, timeout: float) -> dict[str,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for event in receive(sqs, url, max(1, min(5, int(deadline - time.monotonic())))):
-            if event.get("job_id") == job_id:
+            if event.get("job_id") == job_id and event.get("event_type") != "job.image_ready":  # the terminal one
                 return event
     return None
 

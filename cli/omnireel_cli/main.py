@@ -168,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "event. SageMaker async inference has no cancel: a video render already queued still runs and is billed "
         "(its result is discarded). A job that had already succeeded or failed is refused (exit 2).",
     )  # fmt: skip
-    cancel.add_argument("job_id")
-    cancel.add_argument("--json", action="store_true")
+    cancel.add_argument("job_id", help="the job id (yours: submitted through the API with your identity)")
+    cancel.add_argument("--json", action="store_true", help="print the API's answer as JSON")
 
     hooks = commands.add_parser("webhooks", help="signed webhooks: a local receiver that verifies, the secret")
     hook_commands = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="ACTION")

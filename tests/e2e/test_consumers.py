@@ -209,9 +209,14 @@ def test_a_receiver_with_the_secret_verifies_the_signed_delivery(stack: LocalSta
             "--webhook-event", "job.succeeded", "--webhook-event", "job.image_ready", "--json", check=True,
         )  # fmt: skip
         job_id = json.loads(submitted.stdout)["job_id"]
-        got = reader.wait_for_json(lambda d: d["event"].get("event_type") == "job.succeeded", timeout=90)
+        seen: dict[str, dict] = {}  # the two deliveries, in whatever order they come
+        while len(seen) < 2 and (line := reader.wait_for_json(lambda d: True, timeout=90)) is not None:
+            seen[line["event"]["event_type"]] = line
+        ready, got = seen.get("job.image_ready"), seen.get("job.succeeded")
     finally:
         _stop(process)
+    assert ready is not None, "no verified job.image_ready delivery (the webhook asked for it)"
+    assert ready["event"]["job_id"] == job_id and ready["event"]["artifacts"]["image"]["url"].startswith("http")
     assert got is not None, "no verified job.succeeded delivery"
     assert got["event"]["job_id"] == job_id and got["path"] == "/hooks/omnireel"
     assert got["webhook_id"] == got["event"]["event_id"]

@@ -1,4 +1,5 @@
-"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled``, version 1.
+"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled`` (terminal: exactly one per job) and
+``job.image_ready`` (progress), version 1.
 
 The same body goes to the job-events SNS topic (with message attributes for filter policies) and
 to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schema in
@@ -61,6 +62,42 @@ class JobEvent(BaseModel):
     error: JobError | None = None
 
 
+class ImageArtifacts(BaseModel):
+    image: ArtifactLink
+
+
+class ImageReadyEvent(BaseModel):
+    """Progress: the still is stored, while the video is still to come (``job.image_ready``, version 1)."""
+
+    model_config = ConfigDict(title="omnireel job.image_ready event", extra="forbid")
+
+    version: Literal[1] = EVENT_VERSION
+    event_id: str = Field(description="stable per job record: consumers can de-duplicate on it")
+    event_type: Literal["job.image_ready"] = "job.image_ready"
+    occurred_at: str = Field(description="when the image was stored (the same in every delivery)")
+    job_id: str
+    status: str = Field(description="the job's status when the image was stored (generating_image)")
+    prompt: str | None
+    request: JobRequest | None
+    source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
+    source_version: SourceVersion | None = None
+    artifacts: ImageArtifacts = Field(description="the still: S3 URI and a presigned URL")
+
+
+def build_image_ready_event(job: Job, image: ArtifactLink, stored_at: str) -> ImageReadyEvent:
+    return ImageReadyEvent(
+        event_id=job_id_for(f"{job.execution}/job.image_ready"),
+        occurred_at=stored_at,
+        job_id=job.job_id,
+        status=job.status.value,
+        prompt=job.request.prompt if job.request else None,
+        request=job.request,
+        source=job.source,
+        source_version=job.source_version,
+        artifacts=ImageArtifacts(image=image),
+    )
+
+
 def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed", "job.cancelled"]:
     if status is JobStatus.SUCCEEDED:
         return "job.succeeded"
@@ -93,7 +130,7 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
     )
 
 
-def sns_message_attributes(event: JobEvent) -> dict[str, dict[str, str]]:
+def sns_message_attributes(event: JobEvent | ImageReadyEvent) -> dict[str, dict[str, str]]:
     attributes = {
         "event_type": {"DataType": "String", "StringValue": event.event_type},
         "status": {"DataType": "String", "StringValue": event.status},

@@ -143,6 +143,7 @@ class Job(BaseModel):
     open_shard: str | None = Field(
         default=None, description="set while the job is not terminal: the key of the jobs table's open-jobs index"
     )
+    image_ready_published_at: str | None = Field(default=None, description="when job.image_ready was published")
     webhook_deliveries: dict[str, WebhookDelivery] = Field(
         default_factory=dict, description="event type -> delivery state of the job's webhook"
     )

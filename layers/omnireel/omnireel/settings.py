@@ -54,6 +54,8 @@ class InboxSettings(ApiSettings):
 
 class ImageSettings(JobStoreSettings, ArtifactSettings):
     image_endpoint_name: str
+    job_events_topic_arn: str  # job.image_ready
+    event_bus_name: str = "default"
     image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
 
 

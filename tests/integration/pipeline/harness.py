@@ -346,8 +346,11 @@ class Pipeline:
         topic = self.success_topic if status == "Completed" else self.error_topic
         self.sns.publish(TopicArn=topic, Message=json.dumps(self.notification(job_id, status, **extra)))
 
-    def consumer_events(self, expect: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Job events as a consumer subscribed to the job-events topic receives them."""
+    def consumer_events(
+        self, expect: int = 1, timeout: float = 10.0, *, progress: bool = False
+    ) -> list[dict[str, Any]]:
+        """Job events as a consumer subscribed to the job-events topic receives them (the terminal ones; with
+        ``progress`` also job.image_ready)."""
         events: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -358,7 +361,8 @@ class Pipeline:
                 envelope = json.loads(message["Body"])
                 event = json.loads(envelope["Message"])
                 event["_attributes"] = {k: v["Value"] for k, v in envelope.get("MessageAttributes", {}).items()}
-                events.append(event)
+                if progress or event.get("event_type") != "job.image_ready":
+                    events.append(event)
                 self.sqs.delete_message(QueueUrl=self.events_queue, ReceiptHandle=message["ReceiptHandle"])
             if len(events) >= expect and not messages:
                 break

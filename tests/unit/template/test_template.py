@@ -549,6 +549,18 @@ def test_webhook_retries_last_over_a_day_then_reach_the_dead_letter_queue(
     assert sam["Parameters"]["WebhookAllowLoopbackHttp"]["Default"] == "false"
 
 
+def test_generate_image_may_publish_job_image_ready_to_the_job_events_topic_only(cfn: dict[str, Any]) -> None:
+    statements = [
+        s
+        for policy in props(cfn, "GenerateImageFunctionRole")["Policies"]
+        for s in policy["PolicyDocument"]["Statement"]
+    ]
+    (publish,) = [s for s in statements if "sns:Publish" in _actions(s)]
+    assert publish["Resource"] == {"Ref": "JobEventsTopic"}
+    env = props(cfn, "GenerateImageFunction")["Environment"]["Variables"]
+    assert env["JOB_EVENTS_TOPIC_ARN"] == {"Ref": "JobEventsTopic"}
+
+
 def test_only_events_with_a_webhook_reach_the_webhook_queue(cfn: dict[str, Any]) -> None:
     subscription = props(cfn, "WebhookSubscription")
     assert subscription["TopicArn"] == {"Ref": "JobEventsTopic"} and subscription["Protocol"] == "sqs"
