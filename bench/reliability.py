@@ -57,7 +57,7 @@ STACK_PARAMETERS = {
 }
 BASE_EMULATOR = {"images": {"latency_s": 0.05}, "videos": {"latency_s": 0.1}}
 MALFORMED = {"malformed_rate": 0.6}
-CRASH_TARGETS = ("GenerateImage", "StageVideoRequest", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
+CRASH_TARGETS = ("GenerateImage", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
 
 
 @dataclass

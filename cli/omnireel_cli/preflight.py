@@ -215,6 +215,27 @@ def check_image_exists(report: Report, ecr: Any, account: str, repository: str, 
     )
 
 
+# ---------------------------------------------------------------- instance pools
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+
+
+def check_pools(report: Report, values: Mapping[str, Any]) -> None:
+    """What Rules cannot see in a pool list: more than 4 entries (the template reads 4 slots: a 5th is dropped
+    without a word), a malformed type (CreateEndpointConfig refuses it while other endpoints are starting), a
+    repeated type (it adds no fallback: almost certainly a typo)."""
+    problems = []
+    for parameter in ("ImageInstanceTypes", "TtsInstanceTypes"):
+        pools = [str(p) for p in values[parameter]]
+        if len(pools) > 4:
+            problems.append(f"{parameter} has {len(pools)} entries; the template uses at most 4")
+        bad = [p for p in pools if p and not _INSTANCE_TYPE.match(p)]
+        if bad:
+            problems.append(f"{parameter}: {', '.join(bad)} is not an ml.* instance type")
+        if len(set(pools)) != len(pools):
+            problems.append(f"{parameter} repeats a type")
+    report.add("instance pools", not problems, "; ".join(problems) or "1-4 distinct ml.* types per endpoint")
+
+
 # ---------------------------------------------------------------- endpoint quotas
 def quota_needs(values: Mapping[str, Any]) -> dict[str, int]:
     """Instances per type the endpoints may hold at once. SageMaker checks the quota of every type in a variant's
@@ -351,6 +372,7 @@ def run(
     failures = cfn_rules.failed_assertions(template, params, stack_name=stack, region=region)
     report.add("template rules", not failures, "; ".join(failures) or f"{len(template.get('Rules', {}))} rules hold")
     check_names(report, template, stack, region, params, account or PLACEHOLDER_ACCOUNT)
+    check_pools(report, cfn_rules.parameter_values(template, params))
     try:
         image = dlc_image(template, region, params)
     except ValueError as exc:

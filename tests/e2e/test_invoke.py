@@ -62,7 +62,6 @@ EXPECTED = {
     "publish_event_failed.json": (0, lambda r, job: r == {"job_id": job, "published": False}),  # exactly once
     "publish_event_succeeded.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
     "reconcile_video.json": (0, lambda r, job: r["job_id"] == job and r["video"].endswith(f"/jobs/{job}/video.mp4")),
-    "stage_video_request.json": (1, _conflict("staging_video")),
     "workflow_ended.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
 }
 

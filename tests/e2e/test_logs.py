@@ -40,7 +40,7 @@ def test_logs_put_the_job_id_on_every_line(stack: LocalStack) -> None:
         assert line_job == "-" or len(line_job.split(",")[0]) == UUID_LEN, line
     sources = {_columns(line)[0] for line in stack.cli("logs", "--job", job, check=True).stdout.splitlines()}
     # The job's own lines: the API call, each step function, and the supervisor's lines about them.
-    assert {"api", "generate_image", "stage_video_request", "invoke_video", "async_result", "publish_event",
+    assert {"api", "generate_image", "invoke_video", "async_result", "publish_event",
             "stack"} <= sources, sources  # fmt: skip
     assert stack.cli("logs", "nope").returncode == 2
 

@@ -42,7 +42,7 @@ def test_every_function_is_built_from_its_folder(build_dir):
         if resource["Type"] == "AWS::Serverless::Function"
     }
     assert built == sorted(declared)
-    assert sorted(declared.values()) == functions and len(functions) >= 10
+    assert sorted(declared.values()) == functions and len(functions) >= 9
 
 
 def test_layer_ships_pyvips_with_libvips_for_arm64(build_dir):

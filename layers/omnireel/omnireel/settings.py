@@ -53,13 +53,12 @@ class InboxSettings(ApiSettings):
 
 
 class ImageSettings(JobStoreSettings, ArtifactSettings):
+    """GenerateImage: the image call, then the video request it stages (so both model ids)."""
+
     image_endpoint_name: str
     job_events_topic_arn: str  # job.image_ready
     event_bus_name: str = "default"
     image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
-
-
-class StageSettings(JobStoreSettings, ArtifactSettings):
     video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
 
 

@@ -38,7 +38,6 @@ FUNCTIONS = [
     "api",
     "inbox",
     "generate_image",
-    "stage_video_request",
     "invoke_video",
     "async_result",
     "reconcile_video",
@@ -48,7 +47,6 @@ FUNCTIONS = [
 ]
 LOGICAL_IDS = {
     "GenerateImageFunctionArn": "generate_image",
-    "StageVideoRequestFunctionArn": "stage_video_request",
     "InvokeVideoFunctionArn": "invoke_video",
     "ReconcileVideoFunctionArn": "reconcile_video",
     "PublishEventFunctionArn": "publish_event",

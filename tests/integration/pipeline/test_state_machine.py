@@ -101,10 +101,56 @@ def test_a_rejected_image_request_is_not_retried(pipeline):
 
 
 def test_a_crashing_step_is_retried(pipeline):
-    pipeline.crash_next["stage_video_request"] = 1
+    pipeline.crash_next["generate_image"] = 1
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
     assert "RuntimeError" in pipeline.history_errors(job_id)
+
+
+def test_the_video_request_is_staged_from_the_png_in_hand(pipeline, monkeypatch):
+    """GenerateImage stages the request from the bytes it just generated: the PNG is never read back from S3."""
+    from omnireel.aws.artifact_store import ArtifactStore
+
+    reads = []
+    original = ArtifactStore.read
+    monkeypatch.setattr(
+        ArtifactStore, "read", lambda self, uri, *a, **k: reads.append(str(uri)) or original(self, uri, *a, **k)
+    )
+    job_id = submit(pipeline)
+    call = pipeline.wait_rendering(job_id)
+    assert not [uri for uri in reads if uri.endswith("/image.png")], reads
+    job = pipeline.job(job_id)
+    assert job["status"] == "rendering_video" and set(job["artifacts"]) == {"image", "video_request"}
+    assert job["timings"]["staging_s"] is not None  # staging_video is still a recorded stage
+    staged = pipeline.s3.get_object(Bucket=pipeline.artifacts_bucket, Key=f"jobs/{job_id}/video-request.multipart")
+    # (in-process moto stores a multipart/form-data PUT without its body; tests/e2e reads the staged bytes)
+    assert staged["ContentType"] == call["content_type"]
+    image = pipeline.s3.get_object(Bucket=pipeline.artifacts_bucket, Key=f"jobs/{job_id}/image.png")
+    assert image["ContentType"] == "image/png" and image["Body"].read().startswith(b"\x89PNG")  # kept for consumers
+    assert [name for name, _ in pipeline.invocations].count("generate_image") == 1
+    assert "stage_video_request" not in {name for name, _ in pipeline.invocations}
+
+
+def test_a_staging_crash_after_the_image_is_stored_reuses_the_image(pipeline, monkeypatch):
+    """The retry finds the job staging with image.png stored: it reads the image back, never calls the model twice."""
+    import omnireel.steps
+
+    original = omnireel.steps.prepare_video_reference
+    crashes = []
+
+    def crash_once(*args, **kwargs):
+        if not crashes:
+            crashes.append(1)
+            raise RuntimeError("injected crash while staging")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(omnireel.steps, "prepare_video_reference", crash_once)
+    job_id = submit(pipeline)
+    call = pipeline.wait_rendering(job_id)
+    assert crashes and "RuntimeError" in pipeline.history_errors(job_id)
+    assert len(pipeline.image_endpoint.calls) == 1
+    assert call["input_location"].endswith(f"jobs/{job_id}/video-request.multipart")
+    assert pipeline.job(job_id)["status"] == "rendering_video"
 
 
 def test_video_failure_via_the_error_topic(pipeline):

@@ -72,7 +72,6 @@ def test_inbox_event():
     "name",
     [
         "generate_image.json",
-        "stage_video_request.json",
         "invoke_video.json",
         "reconcile_video.json",
         "publish_event_succeeded.json",

@@ -219,3 +219,18 @@ def test_smoke_checks_the_tag_a_deployed_stack_uses(aws: Any) -> None:
     assert preflight.deployed_image_report(session, "good", load_template()).ok
     stale = preflight.deployed_image_report(session, "stale", load_template())
     assert not stale.ok and "v1.4" in stale.findings[0].detail
+
+
+@pytest.mark.parametrize(
+    ("pools", "problem"),
+    [
+        ("ml.g6.xlarge,ml.g6e.xlarge,ml.g5.xlarge,ml.g6.2xlarge,ml.g5.2xlarge", "has 5 entries"),
+        ("ml.g6.xlarge,g5.xlarge", "not an ml.* instance type"),
+        ("ml.g6.xlarge,ml.g6.xlarge", "repeats a type"),
+    ],
+)
+def test_pool_lists_the_rules_cannot_check(pools: str, problem: str) -> None:
+    report = preflight.run("omnireel-dev", REGION, {"EnableVoice": "false", "TtsInstanceTypes": pools}, clients=None)
+    finding = next(f for f in report.findings if f.check == "instance pools")
+    assert not finding.ok and problem in finding.detail
+    assert preflight.run("omnireel-dev", REGION, {"EnableVoice": "false"}, clients=None).ok
