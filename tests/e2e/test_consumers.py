@@ -102,8 +102,12 @@ def _log_lines(stack: LocalStack, function: str, job_id: str) -> list[dict]:
     found = []
     for path in (stack.home / "logs").glob(f"*{function}*.log"):
         for line in path.read_text(errors="replace").splitlines():
-            if job_id in line and line.startswith("{"):
-                found.append(json.loads(line))
+            start = line.find("{")  # the worker prefixes each line with time, request id and job
+            if job_id in line and start >= 0:
+                try:
+                    found.append(json.loads(line[start:]))
+                except ValueError:
+                    continue
     return found
 
 
