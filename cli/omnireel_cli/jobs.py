@@ -157,14 +157,15 @@ def check_drop(file: Path, key: str | None) -> str:
     if not key.lower().endswith(INBOX_SUFFIXES):
         raise UsageError(
             f"unsupported file type {Path(key).suffix or '(none)'!r}: the inbox reads .txt (the file is the prompt) "
-            "or .json (a full job request); nothing was uploaded"
+            "or .json (a full job request), and a .jsonl batch with `omnireel batch FILE`; nothing was uploaded"
         )
     return key
 
 
-def drop(target: Target, file: Path, key: str | None = None) -> tuple[str, str | None]:
-    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket)."""
-    key = check_drop(file, key)
+def drop(target: Target, file: Path, key: str | None = None, *, checked: bool = False) -> tuple[str, str | None]:
+    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket).
+    ``checked``: the caller has validated ``key`` itself (``omnireel batch`` uploads .jsonl files)."""
+    key = key if checked and key else check_drop(file, key)
     bucket = target.output("InboxBucketName")
     content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
     try:
@@ -257,6 +258,9 @@ def receive(sqs: Any, url: str, wait_s: int) -> list[dict[str, Any]]:
 
 
 def event_line(event: dict[str, Any]) -> str:
+    if event.get("event_type") == "batch.completed":
+        counts = " ".join(f"{k}={v}" for k, v in (event.get("counts") or {}).items())
+        return f"{event.get('occurred_at', '')} batch.completed {event.get('batch_id')} {counts}"
     line = f"{event.get('occurred_at', '')} {event.get('event_type')} {event.get('job_id')}"
     total = (event.get("timings") or {}).get("total_s")
     if total is not None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import invoke, job_options, jobs, local_stack, preflight, smoke, tts
+from . import batches, invoke, job_options, jobs, local_stack, preflight, smoke, tts
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
@@ -201,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--job", metavar="JOB_ID", help="only the events of this job")
     events.add_argument("--timeout", type=float, help="with --follow: stop after this many seconds")
     events.add_argument("--json", action="store_true", help="one JSON event per line")
+
+    batch = commands.add_parser(
+        "batch",
+        parents=[target],
+        help="run a JSONL file of job requests as one batch: `batch FILE.jsonl [--wait]` | `batch status ID`",
+    )
+    batch.add_argument("what", nargs="+", metavar="FILE.jsonl | status ID", help="a .jsonl file, or: status BATCH_ID")
+    batch.add_argument("--wait", action="store_true", help="wait until every job is terminal (batch.completed)")
+    batch.add_argument("--api", action="store_true", help="send it as POST /batches (<= 1,000 lines) instead of a drop")
+    batch.add_argument("--key", help="inbox object key (default prompts/<file name>)")
+    batch.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after this many seconds")
+    batch.add_argument("--json", action="store_true", help="print the batch as JSON")
 
     demo = commands.add_parser("demo", parents=[target], help="local up + one prompt -> image -> video job")
     demo.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help="what to make (default: a paper boat ...)")
@@ -439,6 +451,27 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
                            fail_first=args.fail_first)  # fmt: skip
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    target = _target(args)
+    if args.what[0] == "status":
+        if len(args.what) != 2:
+            raise UsageError("usage: omnireel batch status BATCH_ID")
+        batch = batches.get_batch(target, args.what[1])
+        print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+        return 0
+    if len(args.what) != 1:
+        raise UsageError("usage: omnireel batch FILE.jsonl [--wait]  |  omnireel batch status BATCH_ID")
+    started = batches.submit_file(target, Path(args.what[0]), via_api=args.api, key=args.key)
+    if not args.wait:
+        print(json.dumps(started) if args.json else started["batch_id"])
+        return 0
+    print(f"batch {started['batch_id']} ({started['source']})", file=sys.stderr)
+    batch = batches.wait(target, started["batch_id"], args.timeout)
+    print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+    batches.raise_if_failed(batch)
+    return 0
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     return jobs.events(_target(args), args.follow, args.json, args.timeout, job_id=args.job)
 
@@ -598,6 +631,7 @@ COMMANDS = {
     "jobs": cmd_jobs,
     "webhooks": cmd_webhooks,
     "cancel": cmd_cancel,
+    "batch": cmd_batch,
     "demo": cmd_demo,
     "tts": cmd_tts,
     "tts-proxy": cmd_tts_proxy,

@@ -1,5 +1,6 @@
 """HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job, GET /jobs lists the caller's
-jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the webhook signing secret.
+jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the webhook signing secret; POST /batches submits
+up to 1,000 jobs at once, GET /batches/{batch_id} reports their counts and, once complete, the manifest.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
@@ -17,10 +18,14 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.secrets import signing_secret
 from omnireel.aws.workflow import Workflow
+from omnireel.batch_intake import BatchIntake
+from omnireel.batch_progress import batch_view
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
 from omnireel.cancellation import cancel_job, cancellation_view
@@ -39,6 +44,10 @@ jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 workflow = Workflow(settings.state_machine_arn)
 publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+batch_store = BatchStore(settings.batches_table, settings.job_ttl_days) if settings.batches_table else None
+batches = (
+    BatchIntake(batch_store, BatchQueue(settings.batch_queue_url)) if batch_store and settings.batch_queue_url else None
+)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -138,6 +147,46 @@ def webhook_secret() -> Response:
         "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
     }
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
+
+
+@app.post("/batches")
+@tracer.capture_method
+def create_batch() -> Response:
+    if batches is None:
+        return _error(404, "NotFound", "batches are not enabled on this stack")
+    key = app.current_event.headers.get("idempotency-key")
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
+    body = app.current_event.body
+    if body and app.current_event.is_base64_encoded:
+        body = base64.b64decode(body)
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _error(400, "InvalidRequest", f"the body is not JSON: {exc}")
+    if not isinstance(data, dict) or set(data) != {"jobs"}:
+        return _error(400, "InvalidRequest", 'send {"jobs": [ ... ]}: an object with only a "jobs" array')
+    # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
+    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key)
+    if created:
+        metrics.add_metric(name="batches_accepted", unit=MetricUnit.Count, value=1)
+    status_url = f"/batches/{batch.batch_id}"
+    return Response(
+        202,
+        content_types.APPLICATION_JSON,
+        {"batch_id": batch.batch_id, "status": batch.status, "total": batch.total, "status_url": status_url},
+        headers={"Location": status_url, "Idempotent-Replayed": "false" if created else "true"},
+    )
+
+
+@app.get("/batches/<batch_id>")
+@tracer.capture_method
+def get_batch(batch_id: str) -> Response:
+    found = batch_store.find(batch_id) if batch_store and _JOB_ID.match(batch_id) else None
+    # As for jobs: an API batch is visible to its submitter only; another caller gets the same 404 as an unknown id.
+    if found is None or (found.owner is not None and found.owner != _caller()):
+        return _error(404, "BatchNotFound", f"no batch with id {bounded(batch_id, MAX_ECHO_CHARS)}")
+    return Response(200, content_types.APPLICATION_JSON, batch_view(found, artifacts, settings.presign_seconds))
 
 
 @app.exception_handler(InvalidRequest)

@@ -1,13 +1,21 @@
-"""Lambda's SQS event sources for the local stack: a poller per mapping, as the Lambda service runs one.
+"""SQS event source mappings for the local stack: Lambda's queue pollers, with batches and partial batch responses.
 
-moto invokes a queue's function once, inside SendMessage, with a hard-coded receive count of 1; a failed message is
-made visible again at once and never retried (moto patch 16 turns that off). Lambda instead polls: it receives a
-batch (honouring each message's visibility, so a function that delays a message with ChangeMessageVisibility sees it
-again only then), invokes the function synchronously, deletes what succeeded (with ``ReportBatchItemFailures``,
-everything not listed in ``batchItemFailures``; a function error keeps the whole batch), and lets the queue's redrive
-policy move a message to its dead-letter queue after ``maxReceiveCount`` receives. This module does exactly that,
-through the local AWS's own API and **as the function's execution role** (Lambda polls with it), so the role needs
-sqs:ReceiveMessage / DeleteMessage like on AWS: a missing permission is a 403 in the stack log.
+moto 5.2.5 runs an SQS event source mapping inline: ``SendMessage`` itself invokes the function synchronously with
+the one message just sent, deletes it on success, and knows nothing of ``BatchSize`` windows, ``FunctionResponseTypes:
+ReportBatchItemFailures`` (partial batch responses) or ``ScalingConfig.MaximumConcurrency``. A producer's SendMessage
+would then block for the consumer's whole run, and a template's concurrency bound would not exist locally. AWS runs
+the mapping as a poller fleet owned by the Lambda service; this module is that fleet (``moto_patches`` patch 15
+detaches moto's inline delivery and hands each SQS mapping here).
+
+As on AWS:
+- the poller reads the queue as the function's execution role (``sqs:ReceiveMessage``/``DeleteMessage``/
+  ``GetQueueAttributes`` must be in the template, IAM is enforced);
+- at most ``MaximumConcurrency`` invocations run at once for the mapping (AWS's minimum 2; without the setting, the
+  local default is ``DEFAULT_CONCURRENCY``);
+- a batch is up to ``BatchSize`` messages (gathered over at most ``MaximumBatchingWindowInSeconds``);
+- a successful invocation deletes its messages, except those named in ``batchItemFailures`` when the mapping reports
+  item failures; a failed invocation deletes nothing, so its messages come back after the visibility timeout and end in
+  the queue's redrive (dead-letter) target after ``maxReceiveCount`` receives, which SQS itself enforces.
 """
 
 from __future__ import annotations
@@ -17,102 +25,51 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("omnireel_local.event_sources")
 
-POLL_INTERVAL_S = 0.2  # between empty receives (Lambda long-polls; a short interval keeps local latency low)
+DEFAULT_CONCURRENCY = 4
+RECEIVE_WAIT_S = 1  # long-poll slice: short, so shutdown is prompt
 
 
-class SqsEventSources:
-    def __init__(self, account_id: str, region: str, endpoint: str, role_credentials: Callable[[str, str], Any]):
-        self.account_id, self.region, self.endpoint = account_id, region, endpoint
-        self._role_credentials = role_credentials  # (role arn, function name) -> identities.Credentials
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+@dataclass
+class SqsMapping:
+    uuid: str
+    queue_arn: str
+    function_arn: str
+    batch_size: int = 10
+    window_s: float = 0.0
+    concurrency: int = DEFAULT_CONCURRENCY
+    report_item_failures: bool = False
+    stats: dict[str, int] = field(default_factory=lambda: {"invocations": 0, "errors": 0, "item_failures": 0})
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="sqs-event-sources", daemon=True)
-        self._thread.start()
-
-    def shutdown(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _mappings(self) -> list[Any]:
-        from moto.awslambda.utils import get_backend
-
-        backend = get_backend(self.account_id, self.region)
-        return [
-            esm
-            for esm in list(backend._event_source_mappings.values())
-            if esm.enabled and esm.event_source_arn.startswith("arn:aws:sqs:")
-        ]
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            busy = False
-            for esm in self._mappings():
-                try:
-                    busy |= self._poll(esm)
-                except Exception:
-                    log.exception("polling %s for %s failed", esm.event_source_arn, esm.function_arn)
-            if not busy:
-                self._stop.wait(POLL_INTERVAL_S)
-
-    def _client(self, role_arn: str, function_name: str) -> Any:
-        import boto3
-
-        credentials = self._role_credentials(role_arn, function_name)
-        return boto3.client("sqs", endpoint_url=self.endpoint, region_name=self.region, **credentials.boto())
-
-    def _poll(self, esm: Any) -> bool:
-        """One receive and invocation for ``esm``; True if it found messages."""
-        from moto.awslambda.utils import get_backend
-
-        function = get_backend(self.account_id, self.region).get_function(esm.function_arn)
-        sqs = self._client(str(function.role), function.function_name)
-        _, _, _, _, owner, name = esm.event_source_arn.split(":", 5)
-        url = f"{self.endpoint}/{owner}/{name}"
-        received = sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=min(int(esm.batch_size or 10), 10),
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
-        if not received:
-            return False
-        event = {"Records": [_record(m, esm.event_source_arn, self.region) for m in received]}
-        started = time.monotonic()
-        payload, errored, _ = function._invoke_lambda(json.dumps(event))
-        log.info("%s: %d message(s) -> %s (%.0f ms, %s)", name, len(received), function.function_name,
-                 (time.monotonic() - started) * 1000, "error" if errored else "ok")  # fmt: skip
-        if errored:
-            return True  # the whole batch becomes visible again after the queue's visibility timeout
-        failed = (
-            _batch_item_failures(payload) if "ReportBatchItemFailures" in (esm.function_response_types or []) else set()
+    @classmethod
+    def from_spec(cls, esm_uuid: str, spec: dict[str, Any]) -> SqsMapping:
+        scaling = spec.get("ScalingConfig") or {}
+        return cls(
+            uuid=esm_uuid,
+            queue_arn=spec["EventSourceArn"],
+            function_arn=spec["FunctionArn"],
+            batch_size=int(spec.get("BatchSize") or 10),
+            window_s=float(spec.get("MaximumBatchingWindowInSeconds") or 0),
+            concurrency=max(2, int(scaling.get("MaximumConcurrency") or DEFAULT_CONCURRENCY)),
+            report_item_failures="ReportBatchItemFailures" in (spec.get("FunctionResponseTypes") or []),
         )
-        done = [m for m in received if m["MessageId"] not in failed]
-        for start in range(0, len(done), 10):
-            chunk = done[start : start + 10]
-            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)]
-            sqs.delete_message_batch(QueueUrl=url, Entries=entries)
-        return True
 
 
-def _record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
-    attributes = {
-        name: {
+def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """One ``Records[]`` entry of the event Lambda sends for an SQS batch."""
+    attributes = {}
+    for name, value in (message.get("MessageAttributes") or {}).items():
+        attributes[name] = {
             "stringValue": value.get("StringValue"),
             "binaryValue": value.get("BinaryValue"),
             "stringListValues": [],
             "binaryListValues": [],
             "dataType": value.get("DataType"),
         }
-        for name, value in (message.get("MessageAttributes") or {}).items()
-    }
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
@@ -126,10 +83,126 @@ def _record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, A
     }
 
 
-def _batch_item_failures(payload: str) -> set[str]:
+def failed_item_ids(payload: str) -> set[str] | None:
+    """The message ids a partial batch response names; None when the response is malformed (AWS then treats the
+    whole batch as failed)."""
     try:
-        answer = json.loads(payload or "null")
+        response = json.loads(payload) if payload else None
     except ValueError:
+        return None
+    if not response:
         return set()
-    failures = answer.get("batchItemFailures") if isinstance(answer, dict) else None
-    return {f["itemIdentifier"] for f in failures or [] if isinstance(f, dict) and "itemIdentifier" in f}
+    if not isinstance(response, dict):
+        return None
+    failures = response.get("batchItemFailures")
+    if failures is None:
+        return set()
+    if not isinstance(failures, list):
+        return None
+    ids = set()
+    for failure in failures:
+        item = failure.get("itemIdentifier") if isinstance(failure, dict) else None
+        if not item:
+            return None
+        ids.add(item)
+    return ids
+
+
+class SqsPollers:
+    """``concurrency`` polling threads per mapping; ``shutdown()`` stops them (bounded join)."""
+
+    def __init__(
+        self,
+        mappings: list[SqsMapping],
+        *,
+        function_of: Callable[[str], Any],
+        invoke: Callable[[Any, str], Any],
+        sqs_client_for: Callable[[str], Any],
+        queue_url_of: Callable[[str], str],
+        region: str,
+    ):
+        self.mappings = mappings
+        self._function_of = function_of  # function ARN -> moto LambdaFunction
+        self._invoke = invoke  # (function, payload) -> InvokeResult, synchronous
+        self._sqs_client_for = sqs_client_for  # role ARN -> SQS client signed as that role
+        self._queue_url_of = queue_url_of
+        self._region = region
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for mapping in self.mappings:
+            log.info(
+                "sqs event source %s -> %s: batch %d, window %.1f s, concurrency %d, item failures %s",
+                mapping.queue_arn, mapping.function_arn, mapping.batch_size, mapping.window_s,
+                mapping.concurrency, mapping.report_item_failures,
+            )  # fmt: skip
+            for n in range(mapping.concurrency):
+                thread = threading.Thread(
+                    target=self._poll, args=(mapping,), name=f"sqs-poller-{mapping.uuid[:8]}-{n}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + RECEIVE_WAIT_S + 5
+        for thread in self._threads:
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
+
+    def _poll(self, mapping: SqsMapping) -> None:
+        queue_url = None
+        while not self._stop.is_set():
+            try:
+                fn = self._function_of(mapping.function_arn)
+                sqs = self._sqs_client_for(str(fn.role))
+                if queue_url is None:  # the Lambda service knows the queue from its ARN (no sqs:GetQueueUrl)
+                    queue_url = self._queue_url_of(mapping.queue_arn)
+                messages = self._receive(sqs, queue_url, mapping)
+                if messages:
+                    self._deliver(sqs, queue_url, mapping, fn, messages)
+            except Exception:  # keep polling, as the Lambda service does; the log says what went wrong
+                log.exception("sqs event source %s: poll failed", mapping.uuid)
+                self._stop.wait(1.0)
+
+    def _receive(self, sqs: Any, queue_url: str, mapping: SqsMapping) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        window_ends = time.monotonic() + mapping.window_s
+        while not self._stop.is_set() and len(messages) < mapping.batch_size:
+            wanted = min(10, mapping.batch_size - len(messages))
+            got = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=wanted,
+                WaitTimeSeconds=RECEIVE_WAIT_S if not messages else 0,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            messages.extend(got)
+            if not got and (not messages or time.monotonic() >= window_ends):
+                break
+            if messages and time.monotonic() >= window_ends and len(got) < wanted:
+                break
+        return messages
+
+    def _deliver(self, sqs: Any, queue_url: str, mapping: SqsMapping, fn: Any, messages: list[dict[str, Any]]) -> None:
+        event = {"Records": [lambda_record(m, mapping.queue_arn, self._region) for m in messages]}
+        result = self._invoke(fn, json.dumps(event))
+        mapping.stats["invocations"] += 1
+        if result.errored:
+            mapping.stats["errors"] += 1
+            log.warning("sqs event source %s: %s failed; %d message(s) retried after the visibility timeout",
+                        mapping.uuid, mapping.function_arn, len(messages))  # fmt: skip
+            return
+        failed: set[str] | None = set()
+        if mapping.report_item_failures:
+            failed = failed_item_ids(result.payload)
+            if failed is None:
+                mapping.stats["errors"] += 1
+                log.warning("sqs event source %s: malformed batchItemFailures; whole batch retried", mapping.uuid)
+                return
+        mapping.stats["item_failures"] += len(failed)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            page = done[start : start + 10]
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(page)]
+            sqs.delete_message_batch(QueueUrl=queue_url, Entries=entries)

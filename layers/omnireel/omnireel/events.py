@@ -9,12 +9,15 @@ to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON S
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnireel.job import Job, JobError, JobStatus, SourceVersion, iso, job_id_for
+from omnireel.job import BatchRef, Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.request import JobRequest
+
+if TYPE_CHECKING:
+    from omnireel.batch_events import BatchEvent
 
 EVENT_VERSION = 1
 EVENT_SOURCE = "omnireel"
@@ -60,6 +63,7 @@ class JobEvent(BaseModel):
     artifacts: EventArtifacts
     timings: EventTimings
     error: JobError | None = None
+    batch: BatchRef | None = Field(default=None, description="for a job of a batch: the batch id and the job's line")
 
 
 class ImageArtifacts(BaseModel):
@@ -127,17 +131,22 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
         artifacts=artifacts,
         timings=EventTimings(**job.timings()),
         error=job.error,
+        batch=job.batch,
     )
 
 
-def sns_message_attributes(event: JobEvent | ImageReadyEvent) -> dict[str, dict[str, str]]:
+def sns_message_attributes(event: JobEvent | ImageReadyEvent | BatchEvent) -> dict[str, dict[str, str]]:
     attributes = {
         "event_type": {"DataType": "String", "StringValue": event.event_type},
         "status": {"DataType": "String", "StringValue": event.status},
         "version": {"DataType": "Number", "StringValue": str(event.version)},
     }
+    batch_id = event.batch.batch_id if isinstance(event, JobEvent) and event.batch else getattr(event, "batch_id", None)
+    if batch_id:  # the batch tracker's subscription filters on it
+        attributes["batch_id"] = {"DataType": "String", "StringValue": batch_id}
     # The webhook queue's subscription filters on this attribute (omnireel.webhooks): only the event types the job's
     # request asked for reach its webhook.
-    if event.request is not None and event.request.webhook_wants(event.event_type):
-        attributes["webhook"] = {"DataType": "String", "StringValue": event.request.webhook or ""}
+    request = getattr(event, "request", None)
+    if request is not None and request.webhook_wants(event.event_type):
+        attributes["webhook"] = {"DataType": "String", "StringValue": request.webhook or ""}
     return attributes

@@ -115,6 +115,15 @@ class SourceVersion(BaseModel):
     etag: str | None = Field(default=None, description="the object's ETag, as the S3 event carried it")
 
 
+class BatchRef(BaseModel):
+    """The batch a job belongs to and its line (1-based as in the JSONL file; POST /batches: the array index + 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_id: str
+    line: int = Field(ge=1)
+
+
 class Job(BaseModel):
     """One item of the jobs table (``job_id`` is the partition key)."""
 
@@ -128,6 +137,7 @@ class Job(BaseModel):
         default=None, description="for a dropped file: the object version that was read (null for API jobs)"
     )
     owner: str | None = Field(default=None, description="IAM principal that submitted it through the API")
+    batch: BatchRef | None = Field(default=None, description="the batch and line this job came from (batches only)")
     request_fingerprint: str | None = None
     created_at: str
     updated_at: str

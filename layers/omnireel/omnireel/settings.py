@@ -46,10 +46,23 @@ class ApiSettings(JobStoreSettings, ArtifactSettings):
     webhook_secret_arn: str = ""  # GET /webhooks/secret
     # http:// to a loopback address is allowed for webhooks (the local stack only; template parameter, default false).
     webhook_allow_loopback_http: bool = False
+    # Batches (POST /batches, .jsonl drops): unset disables them.
+    batches_table: str | None = None
+    batch_queue_url: str | None = None
 
 
 class InboxSettings(ApiSettings):
     pass
+
+
+class BatchSettings(InboxSettings):
+    """BatchSubmit: the fan-out."""
+
+    batches_table: str
+    batch_queue_url: str
+    # template.yaml BatchMaxInFlightJobs: batch jobs running at once, stack-wide (the backpressure bound).
+    batch_max_in_flight_jobs: int = Field(default=100, ge=1, le=100000)
+    batch_retry_base_seconds: int = Field(default=2, ge=1, le=60)
 
 
 class ImageSettings(JobStoreSettings, ArtifactSettings):
@@ -76,6 +89,10 @@ class ResultSettings(JobStoreSettings, ArtifactSettings):
 class PublishSettings(JobStoreSettings, ArtifactSettings):
     job_events_topic_arn: str
     event_bus_name: str = "default"
+
+
+class BatchProgressSettings(PublishSettings):
+    batches_table: str
 
 
 class DeadlineSettings(PublishSettings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
+from omnireel.batch_events import BatchEvent
 from omnireel.errors import PublishFailed
 from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
 
@@ -16,7 +17,7 @@ class EventPublisher:
         self._sns = client("sns")
         self._events = client("events")
 
-    def publish(self, event: JobEvent | ImageReadyEvent) -> None:
+    def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
         body = event.model_dump_json()
         try:
             self._sns.publish(
@@ -37,7 +38,8 @@ class EventPublisher:
                 ]
             )
         except (ClientError, BotoCoreError) as exc:
-            raise PublishFailed(f"could not publish {event.event_type} for job {event.job_id}: {exc}") from exc
+            subject = f"job {event.job_id}" if isinstance(event, JobEvent) else f"batch {event.batch_id}"
+            raise PublishFailed(f"could not publish {event.event_type} for {subject}: {exc}") from exc
         if result.get("FailedEntryCount"):
             entry = result["Entries"][0]
             raise PublishFailed(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage')}")
