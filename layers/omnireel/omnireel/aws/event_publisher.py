@@ -7,7 +7,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from omnireel.aws.clients import client
 from omnireel.batch_events import BatchEvent
 from omnireel.errors import PublishFailed
-from omnireel.events import EVENT_SOURCE, JobEvent, sns_message_attributes
+from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
 
 
 class EventPublisher:
@@ -17,7 +17,7 @@ class EventPublisher:
         self._sns = client("sns")
         self._events = client("events")
 
-    def publish(self, event: JobEvent | BatchEvent) -> None:
+    def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
         body = event.model_dump_json()
         try:
             self._sns.publish(
@@ -38,7 +38,8 @@ class EventPublisher:
                 ]
             )
         except (ClientError, BotoCoreError) as exc:
-            subject = f"job {event.job_id}" if isinstance(event, JobEvent) else f"batch {event.batch_id}"
+            # job.image_ready names its job too (an AttributeError here used to hide the publish failure)
+            subject = f"batch {event.batch_id}" if isinstance(event, BatchEvent) else f"job {event.job_id}"
             raise PublishFailed(f"could not publish {event.event_type} for {subject}: {exc}") from exc
         if result.get("FailedEntryCount"):
             entry = result["Entries"][0]
