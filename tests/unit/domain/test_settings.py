@@ -15,7 +15,7 @@ from omnireel.settings import (
     VideoSettings,
 )
 
-BASE = {"JOBS_TABLE": "jobs", "ARTIFACTS_BUCKET": "artifacts"}
+BASE = {"JOBS_TABLE": "jobs", "ARTIFACTS_BUCKET": "artifacts", "JOB_EVENTS_TOPIC_ARN": "arn:topic"}
 
 
 def test_fields_are_read_from_their_upper_case_variables_and_typed() -> None:
@@ -39,7 +39,7 @@ def test_a_missing_variable_fails_the_cold_start_naming_it() -> None:
     with pytest.raises(RuntimeError, match=r"VideoSettings: VIDEO_ENDPOINT_NAME$"):
         VideoSettings.from_env(BASE)
     with pytest.raises(RuntimeError, match=r"JOBS_TABLE, ARTIFACTS_BUCKET|ARTIFACTS_BUCKET, JOBS_TABLE"):
-        ResultSettings.from_env({})
+        ResultSettings.from_env({"JOB_EVENTS_TOPIC_ARN": "arn:topic"})
 
 
 @pytest.mark.parametrize(
