@@ -100,7 +100,9 @@ test-e2e: $(STAMP) $(AWS_STAMP)
 	@$(PYTEST) tests/e2e
 
 test: lint $(STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
-	@$(PYTEST) tests
+	@# Coverage of the product code (layers/, functions/, relay/; settings in pyproject.toml), in-process runs only:
+	@# the e2e tests' Lambda workers are separate processes and are not measured.
+	@$(PYTEST) tests --cov --cov-report=term:skip-covered
 
 demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
 	@$(VENV)/bin/omnireel demo

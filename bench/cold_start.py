@@ -121,9 +121,13 @@ def layer_site(target: Path) -> Path:
     for entry in (BUILD / "DomainLayer" / "python").iterdir():
         if entry.name in {"omnireel", "requirements.txt"}:
             continue
-        source = venv_site / entry.name
-        if source.exists() and not (target / entry.name).exists():
-            (target / entry.name).symlink_to(source)
+        # Extension modules carry the platform in their name (aarch64 in the layer, x86_64 here): match by module.
+        sources = [venv_site / entry.name] if (venv_site / entry.name).exists() else []
+        if not sources and entry.suffix == ".so":
+            sources = list(venv_site.glob(entry.name.split(".")[0] + ".*.so"))
+        for source in sources:
+            if not (target / source.name).exists():
+                (target / source.name).symlink_to(source)
     return target
 
 

@@ -42,9 +42,9 @@ from omnireel_template import (
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-# Every function under functions/ (a new one is loaded without editing this file), except the batch functions: their
-# tables and queues are not created here (the e2e batch tests run them on the local stack).
-NOT_IN_HARNESS = {"batch_submit", "batch_progress"}
+# Every function under functions/ (a new one is loaded without editing this file), except the batch and webhook
+# functions: their tables, queues and secret are not created here (the e2e tests run them on the local stack).
+NOT_IN_HARNESS = {"batch_submit", "batch_progress", "webhook_delivery"}
 FUNCTIONS = [name for name in function_folders() if name not in NOT_IN_HARNESS]
 
 
