@@ -27,10 +27,10 @@ $(STAMP): requirements/*.txt layers/omnireel/requirements.txt relay/requirements
 	@test -n "$(PYTHON_BOOT)" || { echo "no Python >= 3.12 found" >&2; exit 1; }
 	@echo "==> [1/3] creating $(VENV) with $(PYTHON_BOOT)"
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	@echo "==> [2/3] installing $$(grep -c '==' requirements/constraints.txt) pinned packages into $(VENV): local stack, layer, relay, tests (pip, quiet; about a minute with a warm pip cache)"
+	@echo "==> [2/3] installing $$(grep -c '==' requirements/constraints.txt) pinned packages into $(VENV): local stack, layer, relay, tests (pip, quiet: the longest phase)"
 	@$(PIP) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
 	@echo "==> [3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
-	@$(PIP) install --no-deps -e . $(PIP_FILTER)
+	@$(PIP) install --no-deps --no-build-isolation -e . $(PIP_FILTER)
 	@touch $@
 	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MB)"
 

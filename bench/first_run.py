@@ -56,6 +56,9 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="omnireel-first-run-"))
     clone = workdir / "omnireel"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMNIREEL_", "VIRTUAL_ENV", "AWS_"))}
+    load_before = os.getloadavg()[0]
+    cache = Path.home() / ".cache" / "pip"
+    cache_mb = _du_mb(cache) if cache.exists() else 0.0
     started = time.monotonic()
     subprocess.run(["git", "clone", "-q", args.repo, str(clone)], check=True, env=env)
     cloned = time.monotonic()
@@ -76,6 +79,7 @@ def main() -> int:
             marks["stack_ready"] = time.monotonic()
     code = proc.wait()
     finished = time.monotonic()
+    load_after = os.getloadavg()[0]
     venv = clone / ".venv"
     site = next(venv.glob("lib/python*/site-packages"))
     size, size_source = _du_mb(venv), _du_mb(venv, exclude_pycache=True)
@@ -108,7 +112,8 @@ def main() -> int:
             "## First run: clone -> first MP4 (`bench/first_run.py`)",
             "",
             f"Command: `git clone {args.repo} x && cd x && time make demo` (as `.venv/bin/python bench/first_run.py`); "
-            f"{machine()}; pip's wheel cache warm (the machine had installed these pins before).",
+            f"{machine()}; load average {load_before:.1f} before, {load_after:.1f} after (other sessions' work on "
+            f"the same 2 CPUs); pip's cache held {cache_mb:.0f} MB (every wheel was downloaded).",
             "",
             table(["phase", "time"], rows),
             "",

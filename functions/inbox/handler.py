@@ -58,6 +58,7 @@ def handler(event: S3Event, context: LambdaContext) -> dict:
             publisher=publisher,
             presign_seconds=settings.presign_seconds,
             default_video_steps=settings.default_video_steps,
+            allow_loopback_http=settings.webhook_allow_loopback_http,
             batches=batches,
         )
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)

@@ -501,11 +501,43 @@ def apply(
     #    applies the items only if all hold, and restores just those items if an apply fails. (Batch counts, issue 14.)
     _patch_dynamodb_transactions()
 
+    # 17. Step Functions StopExecution: moto marks the program stopped but a callback task (.waitForTaskToken) keeps
+    #    waiting for its token or heartbeat (minutes), so the execution stayed RUNNING after DELETE /jobs/{id}
+    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too.
+    from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
+
+    original_stop = ParserExecution.stop
+
+    def stop(self: Any, stop_date: Any, error: Any, cause: Any) -> Any:
+        result = original_stop(self, stop_date=stop_date, error=error, cause=cause)
+        env = getattr(self.exec_worker, "env", None)
+        pool = getattr(getattr(env, "callback_pool_manager", None), "_pool", {}) or {}
+        for endpoint in list(pool.values()):
+            endpoint.interrupt_all()
+        return result
+
+    ParserExecution.stop = stop
+
+    #    The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
+    #    (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
+    from moto.stepfunctions.parser.asl.eval.environment import Environment as AslEnvironment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    for name in ("set_error", "set_timed_out"):
+        original = getattr(AslEnvironment, name)
+
+        def unless_stopped(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if isinstance(self._program_state, ProgramStopped):
+                return None
+            return _original(self, *args, **kwargs)
+
+        setattr(AslEnvironment, name, unless_stopped)
+
     _apply_iam(service_credentials)
 
     _applied = True
     log.info(
-        "moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda, schedule rules, IAM",
+        "moto %s patched: lambda runner, sfn names/stop, sagemaker hosting, async sns/s3/sqs -> lambda, schedules, IAM",
         MOTO_VERSION,
     )
     return invoker

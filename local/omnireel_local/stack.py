@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -83,6 +84,7 @@ class Stack:
         self.runner: Any = None
         self.hosting: Any = None
         self.invoker: Any = None
+        self.roles: Any = None
         self.front_door: Any = None
         self.scheduler: Any = None
         self.pollers: Any = None
@@ -123,7 +125,7 @@ class Stack:
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
-        roles = identities.ServiceCredentials(self.account_id, self.region)
+        roles = self.roles = identities.ServiceCredentials(self.account_id, self.region)
         self.runner = LambdaRunner(
             self.moto_endpoint,
             self.region,
@@ -242,10 +244,18 @@ class Stack:
 
         self.scheduler = self._start_schedules(provisioned.schedules)
         self.pollers = self._start_event_sources(roles)
+        self.state["webhook_secret"] = self._webhook_secret(outputs.get("WebhookSigningSecretArn"))
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
         self.save(ready=True)
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
+
+    def _webhook_secret(self, arn: str | None) -> str | None:
+        """The whsec_ webhook secret, for `omnireel local env` (OMNIREEL_WEBHOOK_SECRET) and local receivers."""
+        if not arn:
+            return None
+        stored = json.loads(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+        return "whsec_" + stored["key"]  # as omnireel.aws.secrets.as_whsec serves it at GET /webhooks/secret
 
     def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:
         """EventBridge schedule rules -> their Lambda targets, invoked asynchronously (schedules.py says why)."""

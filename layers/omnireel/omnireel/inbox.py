@@ -18,6 +18,7 @@ from omnireel.observability import logger
 from omnireel.outcome import finish_job
 from omnireel.request import JobRequest, parse_job_request, parse_job_request_json
 from omnireel.submission import reject_submission, submit_job
+from omnireel.webhook_target import resolve_target
 
 PREFIX = "prompts/"
 MAX_FILE_BYTES = 64 * 1024
@@ -76,6 +77,7 @@ def accept_inbox_object(
     publisher: EventPublisher,
     presign_seconds: int,
     default_video_steps: int | None = None,
+    allow_loopback_http: bool = False,
     batches: BatchIntake | None = None,
 ) -> InboxOutcome:
     """Turn the object version one S3 event names into a job: read exactly that version (never "the key's latest"),
@@ -102,6 +104,8 @@ def accept_inbox_object(
         if size is not None and size > MAX_FILE_BYTES:
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
         request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES, version), default_video_steps)
+        if request.webhook:  # refused targets (SSRF checks) make a failed job, like any other bad request
+            resolve_target(request.webhook, allow_loopback_http=allow_loopback_http)
     except InvalidRequest as exc:
         reason = bounded(exc.message)
         job = reject_submission(

@@ -260,17 +260,26 @@ def test_data_resources_are_retained_by_profile(sam: dict[str, Any]) -> None:
 
 def test_destroy_keeps_retained_data_and_empties_only_a_dev_stack() -> None:
     import boto3
-    from moto import mock_aws
+    from botocore.stub import Stubber
 
     from scripts.destroy_stack import retains_data
 
-    body = {"Parameters": {"RetainData": {"Type": "String"}}, "Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}
-    with mock_aws():
-        cfn = boto3.client("cloudformation", region_name="us-east-1")
-        for stack, retain in (("prod", "true"), ("dev", "false")):
-            cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body),
-                             Parameters=[{"ParameterKey": "RetainData", "ParameterValue": retain}])  # fmt: skip
-        cfn.create_stack(StackName="old", TemplateBody=json.dumps({"Resources": body["Resources"]}))
+    cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(cfn)
+    created = "2026-12-01T00:00:00Z"
+    for stack, parameters in (
+        ("prod", [{"ParameterKey": "RetainData", "ParameterValue": "true"}]),
+        ("dev", [{"ParameterKey": "RetainData", "ParameterValue": "false"}]),
+        ("old", []),  # deployed before RetainData existed: its resources had the Delete default
+    ):
+        answer = {
+            "StackName": stack,
+            "CreationTime": created,
+            "StackStatus": "CREATE_COMPLETE",
+            "Parameters": parameters,
+        }
+        stubber.add_response("describe_stacks", {"Stacks": [answer]}, {"StackName": stack})
+    with stubber:
         assert (retains_data(cfn, "prod"), retains_data(cfn, "dev"), retains_data(cfn, "old")) == (True, False, False)
 
 

@@ -7,7 +7,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from omnireel.aws.clients import client
 from omnireel.batch_events import BatchEvent
 from omnireel.errors import PublishFailed
-from omnireel.events import EVENT_SOURCE, JobEvent, sns_message_attributes
+from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
 
 
 class EventPublisher:
@@ -17,7 +17,7 @@ class EventPublisher:
         self._sns = client("sns")
         self._events = client("events")
 
-    def publish(self, event: JobEvent | BatchEvent) -> None:
+    def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
         body = event.model_dump_json()
         try:
             self._sns.publish(
