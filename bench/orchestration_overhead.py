@@ -115,7 +115,9 @@ class SampleClient:
         image_done = time.time()
         jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
         body, content_type = sample_build_video_multipart(jpeg, request, self.video_model)
-        key = f"sample/requests/{uuid.uuid4().hex}.multipart"
+        # The sample puts f"{prefix}/requests/<uuid>.multipart"; prefix "jobs/sample" here: the SageMaker execution role
+        # reads jobs/* only.
+        key = f"jobs/sample/requests/{uuid.uuid4().hex}.multipart"
         self.s3.put_object(
             Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, ServerSideEncryption="AES256"
         )
@@ -134,42 +136,53 @@ class SampleClient:
             video = self._get(output)
             if video is not None:
                 ok = video[4:8] == b"ftyp"  # validate_mp4
-                return {"ok": ok, "start": started, "end": time.time(), "polls": polls,
+                return {"ok": ok, "start": started, "end": time.time(), "polls": polls, "head": video[:16],
                         "image_s": image_done - started, "invoked_s": invoked - started}  # fmt: skip
-            if failure and self._get(failure) is not None:
-                return {"ok": False, "start": started, "end": time.time(), "polls": polls}
+            failed = self._get(failure) if failure else None
+            if failed is not None:
+                return {"ok": False, "start": started, "end": time.time(), "polls": polls, "failure": failed[:300]}
             time.sleep(POLL_S)
         return {"ok": False, "start": started, "end": None, "polls": polls}
 
 
-def measure_model_time(stack: IsolatedStack, sample: SampleClient, n: int) -> tuple[float, float]:
-    """Container service time of the same requests, called directly on the emulators (median of n)."""
+def measure_model_time(stack: IsolatedStack, sample: SampleClient, rounds: int, parallel: int) -> tuple[float, float]:
+    """Container service time of the same requests, called directly on the emulators (median of rounds x parallel).
+
+    ``parallel`` calls at once, as many as the run has jobs in flight: the emulator's PNG / H.264 work then competes
+    for the CPU as it does during the run, and that contention counts as model time, not as overhead.
+    """
     from omnireel.request import parse_job_request
 
     rng = random.Random(99)
-    images, videos = [], []
-    with httpx.Client(timeout=120) as http:
-        for i in range(n):
-            request = parse_job_request(request_for(i, rng))
-            t0 = time.perf_counter()
-            r = http.post(
-                f"{stack.emulator_url('images')}/invocations",
-                content=json.dumps(sample.image_payload(request)).encode(),
-                headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": IMAGE_ROUTE},
-            )
-            r.raise_for_status()
-            images.append(time.perf_counter() - t0)
-            png = base64.b64decode(r.json()["data"][0]["b64_json"])
-            jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
-            body, content_type = sample_build_video_multipart(jpeg, request, sample.video_model)
-            t0 = time.perf_counter()
-            r = http.post(
-                f"{stack.emulator_url('videos')}/invocations",
-                content=body,
-                headers={"Content-Type": content_type, "X-Amzn-SageMaker-Custom-Attributes": VIDEO_ROUTE},
-            )
-            r.raise_for_status()
-            videos.append(time.perf_counter() - t0)
+    images: list[float] = []
+    videos: list[float] = []
+
+    def one(index: int, http: httpx.Client) -> None:
+        request = parse_job_request(request_for(index, rng))
+        t0 = time.perf_counter()
+        r = http.post(
+            f"{stack.emulator_url('images')}/invocations",
+            content=json.dumps(sample.image_payload(request)).encode(),
+            headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": IMAGE_ROUTE},
+        )
+        r.raise_for_status()
+        images.append(time.perf_counter() - t0)
+        png = base64.b64decode(r.json()["data"][0]["b64_json"])
+        jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
+        body, content_type = sample_build_video_multipart(jpeg, request, sample.video_model)
+        t0 = time.perf_counter()
+        r = http.post(
+            f"{stack.emulator_url('videos')}/invocations",
+            content=body,
+            headers={"Content-Type": content_type, "X-Amzn-SageMaker-Custom-Attributes": VIDEO_ROUTE},
+        )
+        r.raise_for_status()
+        videos.append(time.perf_counter() - t0)
+
+    with httpx.Client(timeout=120) as http, ThreadPoolExecutor(max_workers=parallel) as pool:
+        for i in range(rounds):
+            for future in [pool.submit(one, i * parallel + j, http) for j in range(parallel)]:
+                future.result()
     return quantile(images, 0.5), quantile(videos, 0.5)
 
 
@@ -182,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=2, help="pairs in flight at once")
     parser.add_argument("--scale", type=float, default=1.0, help="model time = AWS sample's times x scale")
-    parser.add_argument("--model-samples", type=int, default=3, help="direct emulator calls to measure model time")
+    parser.add_argument("--model-samples", type=int, default=2, help="rounds of direct emulator calls (model time)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
     args = parser.parse_args(argv)
@@ -208,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.emulator("videos", {"faults": {"videos": {"latency_s": video_s}}})
         events = EventCollector(stack)
         sample = SampleClient(stack)
-        model_image, model_video = measure_model_time(stack, sample, args.model_samples)
+        model_image, model_video = measure_model_time(stack, sample, args.model_samples, slots)
 
         def run_ours(request: dict[str, Any], record: bool = True) -> None:
             started = time.time()
@@ -256,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.stop()
 
+    if not ours or not theirs:
+        print("no successful pair; failures:", *failures, sep="\n", file=sys.stderr)
+        return 1
     model = model_image + model_video
     ours_e2e = [r["end"] - r["start"] for r in ours]
     theirs_e2e = [r["end"] - r["start"] for r in theirs]
@@ -307,9 +323,10 @@ of ours and one of the sample's started together (same prompt and seed, the samp
 {slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`), as many as there are jobs in flight, \
 so no request waits behind the other variant's.
 
-Model time (container service time of the same requests, called directly on the emulators, median of \
-{args.model_samples}): image {model_image:.2f} s + video {model_video:.2f} s = **{model:.2f} s** (the AWS sample's \
-4.7 s / 8.9 s x {args.scale:g}, plus the emulator's own PNG / H.264 work). Overhead = end-to-end - model time. \
+Model time (container service time of the same requests, called directly on the emulators, {slots} at once as in \
+the run, median of {args.model_samples * slots}): image {model_image:.2f} s + video {model_video:.2f} s = \
+**{model:.2f} s** (the AWS sample's 4.7 s / 8.9 s x {args.scale:g}, plus the emulator's own PNG / H.264 work). \
+Overhead = end-to-end - model time. \
 Ours: clock from before `POST /jobs` to `job.succeeded` received on an SQS subscription of the job-events topic. \
 Sample: clock from before its image call to the output's bytes read by `wait_for_s3_object` (mean \
 {mean(polls):.1f} output checks per job). Failed or lost jobs: {len(failures)}{failed_detail}.
