@@ -54,12 +54,17 @@ IMAGE_ROUTE, VIDEO_ROUTE = "route=/v1/images/generations", "route=/v1/videos/syn
 
 
 def request_for(index: int, rng: random.Random) -> dict[str, Any]:
-    """The sample's sizes: 1024x1024 FLUX.2-klein image (4 steps), 480x320 x 17 frames at 8 fps, 30 steps, 5.0."""
+    """The sample's video (480x320 x 17 frames at 8 fps, 30 steps, guidance 5.0); a 512x512 image (4 steps).
+
+    Not the sample's 1024x1024 image: the emulator renders and PNG-encodes it for real, CPU work that on a shared
+    2-CPU machine varies by seconds between calls and would swamp the hops measured here (the 1024x1024 preparation
+    cost is bench/video_request_prep.py's subject).
+    """
     return {
         "prompt": f"bench {index}: a lighthouse at dusk, waves, {rng.choice(['calm', 'storm', 'fog'])}",
         "seed": rng.randrange(2**31),
         "guidance_scale": 5.0,
-        "image": {"size": "1024x1024", "num_inference_steps": 4},
+        "image": {"size": "512x512", "num_inference_steps": 4},
         "video": {"width": 480, "height": 320, "num_frames": 17, "fps": 8, "num_inference_steps": 30},
     }
 
@@ -193,7 +198,7 @@ def p50_p90(values: list[float]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=2, help="pairs in flight at once")
+    parser.add_argument("--concurrency", type=int, default=1, help="pairs in flight at once")
     parser.add_argument("--scale", type=float, default=1.0, help="model time = AWS sample's times x scale")
     parser.add_argument("--model-samples", type=int, default=2, help="rounds of direct emulator calls (model time)")
     parser.add_argument("--seed", type=int, default=11)
@@ -277,8 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     theirs_e2e = [r["end"] - r["start"] for r in theirs]
     ours_over = [t - model for t in ours_e2e]
     theirs_over = [t - model for t in theirs_e2e]
-    ratio50 = quantile(ours_over, 0.5) / quantile(theirs_over, 0.5)
-    ratio90 = quantile(ours_over, 0.9) / quantile(theirs_over, 0.9)
+
+    def ratio_value(ours_value: float, theirs_value: float) -> float | None:
+        # An overhead at or below zero is within the noise of the separately measured model time: no ratio.
+        return ours_value / theirs_value if ours_value > 0 and theirs_value > 0 else None
+
+    def ratio(ours_value: float, theirs_value: float) -> str:
+        value = ratio_value(ours_value, theirs_value)
+        return f"{value:.3f}" if value is not None else "n/a (an overhead <= 0: model-time noise)"
+
+    ratio50_value = ratio_value(quantile(ours_over, 0.5), quantile(theirs_over, 0.5))
+    ratio90_value = ratio_value(quantile(ours_over, 0.9), quantile(theirs_over, 0.9))
+    ratio50 = ratio(quantile(ours_over, 0.5), quantile(theirs_over, 0.5))
+    ratio90 = ratio(quantile(ours_over, 0.9), quantile(theirs_over, 0.9))
     header = ["variant", "jobs", "e2e p50 s", "p90", "mean", "overhead p50 s", "p90", "mean"]
     rows = [
         ["ours (SNS callback)", len(ours), *p50_p90(ours_e2e), *p50_p90(ours_over)],
@@ -306,9 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     hop_rows = [[labels[k], *p50_p90(v)] for k, v in hops.items()]
     polls = [r["polls"] for r in theirs]
-    verdict = "**met**" if ratio50 <= 0.2 and ratio90 <= 0.2 else "**missed**"
+    met = all(r is not None and r <= 0.2 for r in (ratio50_value, ratio90_value))
+    verdict = "**met**" if met else "**missed**"
     load = os.getloadavg()
-    ratio_mean = mean(ours_over) / mean(theirs_over)
+    ratio_mean = ratio(mean(ours_over), mean(theirs_over))
+    e2e_diff = [quantile(ours_e2e, q) - quantile(theirs_e2e, q) for q in (0.5, 0.9)]
     failed_detail = (": " + "; ".join(failures[:3])) if failures else ""
     text = f"""## Orchestration overhead vs S3 polling, real model times (`bench/orchestration_overhead.py`)
 
@@ -318,8 +336,8 @@ Command: `.venv/bin/python bench/orchestration_overhead.py --pairs {args.pairs} 
 share the 2 CPUs).
 
 Setup: one isolated local stack; {args.pairs} pairs, {args.concurrency} pairs in flight at once, each pair = one job \
-of ours and one of the sample's started together (same prompt and seed, the sample's sizes: 1024x1024 image, \
-480x320 x 17-frame video, 30 steps), after {args.concurrency} warm-up job(s) of each. The video endpoint runs \
+of ours and one of the sample's started together (same prompt and seed, the sample's video: 480x320 x 17 \
+frames, 30 steps; a 512x512 image), after {args.concurrency} warm-up job(s) of each. The video endpoint runs \
 {slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`), as many as there are jobs in flight, \
 so no request waits behind the other variant's.
 
@@ -333,7 +351,8 @@ Sample: clock from before its image call to the output's bytes read by `wait_for
 
 {table(header, rows)}
 
-**Overhead ratio, ours / sample: p50 {ratio50:.3f}, p90 {ratio90:.3f}** (means {ratio_mean:.3f}). \
+**Overhead ratio, ours / sample: p50 {ratio50}, p90 {ratio90}** (means {ratio_mean}). End to end, ours - sample: \
+p50 {e2e_diff[0]:+.2f} s, p90 {e2e_diff[1]:+.2f} s. \
 Target ours <= 0.2 x the sample's at real model times: {verdict}.
 
 Where our overhead goes (seconds, from each job record's `stage_times`; the image and video rows have the model \
