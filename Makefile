@@ -25,11 +25,14 @@ help: ## list the targets
 
 $(STAMP): requirements/*.txt layers/omnireel/requirements.txt relay/requirements.txt pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { echo "no Python >= 3.12 found" >&2; exit 1; }
-	@echo "==> creating $(VENV) with $(PYTHON_BOOT)"
+	@echo "==> [1/3] creating $(VENV) with $(PYTHON_BOOT)"
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	@echo "==> [2/3] installing $$(grep -c '==' requirements/constraints.txt) pinned packages into $(VENV): local stack, layer, relay, tests (pip, quiet: the longest phase)"
 	@$(PIP) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
-	@$(PIP) install --no-deps -e . $(PIP_FILTER)
+	@echo "==> [3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
+	@$(PIP) install --no-deps --no-build-isolation -e . $(PIP_FILTER)
 	@touch $@
+	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MB)"
 
 venv: $(STAMP) ## create .venv (Python 3.13) with pinned dependencies and the omnireel CLI
 
@@ -80,17 +83,22 @@ lint: $(STAMP) validate checkov ## ruff + sam validate --lint + ASL validation +
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(VENV)/bin/ruff format .'" >&2; exit 1; }
 
+# Test files run in parallel (pytest-xdist, one file per worker at a time): every e2e worker starts its own local
+# stack with its own home and free ports, so workers never share state. TEST_WORKERS=1 runs them one by one.
+TEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test-unit: $(STAMP)
-	@$(PY) -m pytest -q tests/unit
+	@$(PYTEST) tests/unit
 
 test-integration: $(STAMP)
-	@$(PY) -m pytest -q tests/integration
+	@$(PYTEST) tests/integration
 
 test-e2e: $(STAMP) $(AWS_STAMP)
-	@$(PY) -m pytest -q tests/e2e
+	@$(PYTEST) tests/e2e
 
-test: lint $(STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests
-	@$(PY) -m pytest -q tests
+test: lint $(STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
+	@$(PYTEST) tests
 
 demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
 	@$(VENV)/bin/omnireel demo

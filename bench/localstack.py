@@ -269,11 +269,15 @@ class EventCollector:
 
     def terminal(self, job_id: str) -> list[Received]:
         with self._lock:
-            return [r for r in self.received if r.event.get("job_id") == job_id]
+            return [
+                r
+                for r in self.received
+                if r.event.get("job_id") == job_id and r.event.get("event_type") != "job.image_ready"
+            ]
 
     def terminal_ids(self) -> set[str]:
         with self._lock:
-            return {r.event.get("job_id") for r in self.received}
+            return {r.event.get("job_id") for r in self.received if r.event.get("event_type") != "job.image_ready"}
 
     def close(self) -> None:
         self._stop.set()

@@ -21,6 +21,7 @@ class JobField:
     type: type
     help: str
     metavar: str | None = None
+    repeat: bool = False  # a list field: the flag may be given several times
 
 
 JOB_FIELDS: list[JobField] = [
@@ -40,6 +41,17 @@ JOB_FIELDS: list[JobField] = [
         "--video-negative-prompt", ("video", "negative_prompt"), str, "negative prompt of the video call only", "TEXT"
     ),
     JobField(
+        "--webhook", ("webhook",), str, "https URL that receives the job's events, signed (Standard Webhooks)", "URL"
+    ),
+    JobField(
+        "--webhook-event",
+        ("webhook_events",),
+        str,
+        "an event type the webhook receives (repeatable; default: job.succeeded, job.failed, job.cancelled)",
+        "TYPE",
+        repeat=True,
+    ),
+    JobField(
         "--steps",
         ("video", "num_inference_steps"),
         int,
@@ -56,7 +68,10 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     """Every job field as a flag (plus ``--size`` for the video's WIDTHxHEIGHT)."""
     group = parser.add_argument_group("job request (unset flags take the API's defaults)")
     for field in JOB_FIELDS:
-        group.add_argument(field.flag, dest=_dest(field), type=field.type, help=field.help, metavar=field.metavar)
+        action = "append" if field.repeat else "store"
+        group.add_argument(
+            field.flag, dest=_dest(field), type=field.type, help=field.help, metavar=field.metavar, action=action
+        )
     group.add_argument("--size", metavar="WxH", help="video WIDTHxHEIGHT (same as --width/--height; default 480x320)")
 
 

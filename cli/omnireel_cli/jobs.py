@@ -6,6 +6,7 @@ import json
 import mimetypes
 import sys
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -16,7 +17,7 @@ from .errors import CliError, InfraError, JobFailed, UsageError
 from .progress import Progress
 from .target import Target
 
-TERMINAL = {"succeeded", "failed"}
+TERMINAL = {"succeeded", "failed", "cancelled"}
 STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_render_s", "video (queue + render)"))
 
 
@@ -156,14 +157,15 @@ def check_drop(file: Path, key: str | None) -> str:
     if not key.lower().endswith(INBOX_SUFFIXES):
         raise UsageError(
             f"unsupported file type {Path(key).suffix or '(none)'!r}: the inbox reads .txt (the file is the prompt) "
-            "or .json (a full job request); nothing was uploaded"
+            "or .json (a full job request), and a .jsonl batch with `omnireel batch FILE`; nothing was uploaded"
         )
     return key
 
 
-def drop(target: Target, file: Path, key: str | None = None) -> tuple[str, str | None]:
-    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket)."""
-    key = check_drop(file, key)
+def drop(target: Target, file: Path, key: str | None = None, *, checked: bool = False) -> tuple[str, str | None]:
+    """Upload the file; returns its S3 URI and the version the upload created (None in an unversioned bucket).
+    ``checked``: the caller has validated ``key`` itself (``omnireel batch`` uploads .jsonl files)."""
+    key = key if checked and key else check_drop(file, key)
     bucket = target.output("InboxBucketName")
     content_type = "application/json" if file.suffix == ".json" else mimetypes.guess_type(file.name)[0] or "text/plain"
     try:
@@ -256,6 +258,9 @@ def receive(sqs: Any, url: str, wait_s: int) -> list[dict[str, Any]]:
 
 
 def event_line(event: dict[str, Any]) -> str:
+    if event.get("event_type") == "batch.completed":
+        counts = " ".join(f"{k}={v}" for k, v in (event.get("counts") or {}).items())
+        return f"{event.get('occurred_at', '')} batch.completed {event.get('batch_id')} {counts}"
     line = f"{event.get('occurred_at', '')} {event.get('event_type')} {event.get('job_id')}"
     total = (event.get("timings") or {}).get("total_s")
     if total is not None:
@@ -311,11 +316,32 @@ def wait_for_event(sqs: Any, url: str, job_id: str, timeout: float) -> dict[str,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for event in receive(sqs, url, max(1, min(5, int(deadline - time.monotonic())))):
-            if event.get("job_id") == job_id:
+            if event.get("job_id") == job_id and event.get("event_type") != "job.image_ready":  # the terminal one
                 return event
     return None
 
 
+def list_jobs(target: Target, status: str | None, limit: int | None, cursor: str | None) -> dict[str, Any]:
+    """One page of GET /jobs (the caller's jobs, newest first)."""
+    query = {k: v for k, v in (("status", status), ("limit", limit), ("cursor", cursor)) if v is not None}
+    path = "/jobs" + ("?" + urllib.parse.urlencode(query) if query else "")
+    code, body = target.api("GET", path)
+    if code != 200 or not isinstance(body, dict):
+        raise _api_error(code, body, "cannot list jobs")
+    return body
+
+
+def cancel(target: Target, job_id: str) -> tuple[dict[str, Any], bool]:
+    """DELETE /jobs/{id}: (answer, cancelled now?). A job already cancelled (e.g. the CLI's own retry after a lost
+    answer) is not an error; one that had succeeded or failed is."""
+    code, body = target.api("DELETE", f"/jobs/{job_id}")
+    if code == 200 and isinstance(body, dict):
+        return body, True
+    if code == 409 and isinstance(body, dict) and body.get("status") == "cancelled":
+        return {"job_id": job_id, "status": "cancelled"}, False
+    raise _api_error(code, body, f"cannot cancel job {job_id}")
+
+
 def raise_if_failed(job: dict[str, Any]) -> None:
-    if job["status"] == "failed":
+    if job["status"] in ("failed", "cancelled"):
         raise JobFailed(failure_line(job))

@@ -188,6 +188,8 @@ def env_lines(state: dict[str, Any]) -> list[str]:
     for model, url in sorted((state.get("emulators") or {}).items()):
         short = model.removeprefix(f"{state.get('stack_name', '')}-")
         lines["OMNIREEL_EMULATOR_" + re.sub(r"(?<!^)(?=[A-Z])", "_", short).upper() + "_URL"] = url
+    if state.get("webhook_secret"):
+        lines["OMNIREEL_WEBHOOK_SECRET"] = state["webhook_secret"]
     relay = state.get("relay") or {}
     if relay:
         lines["OMNIREEL_RELAY_URL"] = relay["url"]

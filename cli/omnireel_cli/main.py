@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import invoke, job_options, jobs, local_stack, preflight, smoke, tts
+from . import batches, invoke, job_options, jobs, local_stack, preflight, smoke, tts
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 from .target import Target
 
@@ -155,6 +155,41 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("job_id", help="the job id (from submit, drop or an event)")
     status.add_argument("--json", action="store_true", help="print the job as JSON (GET /jobs/{id})")
 
+    listing = commands.add_parser("jobs", parents=[target], help="your jobs, newest first (GET /jobs)")
+    listing.add_argument("--status", help="only jobs in this status (e.g. rendering_video, succeeded, cancelled)")
+    listing.add_argument("--limit", type=int, default=20, help="jobs per page (1-100, default 20)")
+    listing.add_argument("--all", action="store_true", help="follow next_cursor through every page")
+    listing.add_argument("--cursor", help="start at this next_cursor of an earlier listing")
+    listing.add_argument("--json", action="store_true", help="print the API's JSON page(s)")
+
+    cancel = commands.add_parser(
+        "cancel", parents=[target], help="cancel a job (DELETE /jobs/{id}); a queued video render still runs",
+        description="Stop a job you submitted: its execution stops and it ends `cancelled` with one job.cancelled "
+        "event. SageMaker async inference has no cancel: a video render already queued still runs and is billed "
+        "(its result is discarded). A job that had already succeeded or failed is refused (exit 2).",
+    )  # fmt: skip
+    cancel.add_argument("job_id", help="the job id (yours: submitted through the API with your identity)")
+    cancel.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+
+    hooks = commands.add_parser("webhooks", help="signed webhooks: a local receiver that verifies, the secret")
+    hook_commands = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="ACTION")
+    listen = hook_commands.add_parser(
+        "listen", parents=[target], help="receive webhooks on 127.0.0.1, verify their signatures, print them",
+        description="A receiver for local development: POSTs to http://127.0.0.1:PORT/ are verified with the "
+        "Standard Webhooks scheme (webhook-id, webhook-timestamp, webhook-signature; HMAC-SHA256 with the whsec_ "
+        "secret; timestamps within 5 minutes) and printed; a verified delivery gets 204, anything else 401. Submit "
+        "jobs with \"webhook\": \"http://127.0.0.1:PORT/\" (the local stack allows http to loopback). "
+        "Secret: --secret, "
+        "else OMNIREEL_WEBHOOK_SECRET, else GET /webhooks/secret.",
+    )  # fmt: skip
+    listen.add_argument("--port", type=int, default=8787, help="port on 127.0.0.1 (default 8787; 0 = any free)")
+    listen.add_argument("--secret", help="the whsec_ secret (default: OMNIREEL_WEBHOOK_SECRET or the API)")
+    listen.add_argument("--count", type=int, help="exit after this many verified deliveries")
+    listen.add_argument("--timeout", type=float, help="exit after this many seconds (exit 1 if --count not reached)")
+    listen.add_argument("--fail-first", type=int, default=0, help="answer the first N verified deliveries 503")
+    listen.add_argument("--json", action="store_true", help="one JSON line per verified delivery")
+    hook_commands.add_parser("secret", parents=[target], help="print the whsec_ signing secret (GET /webhooks/secret)")
+
     events = commands.add_parser(
         "events", parents=[target], help="job events as a subscriber receives them (a replayable log locally)",
         description="Local stack: every job event the stack's subscription (an SQS queue on the job-events topic) "
@@ -166,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("--job", metavar="JOB_ID", help="only the events of this job")
     events.add_argument("--timeout", type=float, help="with --follow: stop after this many seconds")
     events.add_argument("--json", action="store_true", help="one JSON event per line")
+
+    batch = commands.add_parser(
+        "batch",
+        parents=[target],
+        help="run a JSONL file of job requests as one batch: `batch FILE.jsonl [--wait]` | `batch status ID`",
+    )
+    batch.add_argument("what", nargs="+", metavar="FILE.jsonl | status ID", help="a .jsonl file, or: status BATCH_ID")
+    batch.add_argument("--wait", action="store_true", help="wait until every job is terminal (batch.completed)")
+    batch.add_argument("--api", action="store_true", help="send it as POST /batches (<= 1,000 lines) instead of a drop")
+    batch.add_argument("--key", help="inbox object key (default prompts/<file name>)")
+    batch.add_argument("--timeout", type=float, default=3600.0, help="with --wait: give up after this many seconds")
+    batch.add_argument("--json", action="store_true", help="print the batch as JSON")
 
     demo = commands.add_parser("demo", parents=[target], help="local up + one prompt -> image -> video job")
     demo.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help="what to make (default: a paper boat ...)")
@@ -360,6 +407,71 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_jobs(args: argparse.Namespace) -> int:
+    target = _target(args)
+    cursor, pages = args.cursor, 0
+    while True:
+        page = jobs.list_jobs(target, args.status, args.limit, cursor)
+        pages += 1
+        if args.json:
+            print(json.dumps(page))
+        else:
+            for job in page["jobs"]:
+                prompt = (job.get("prompt") or "")[:60]
+                print(f"{job['job_id']}  {job['status']:<16} {job['created_at']}  {prompt}")
+        cursor = page.get("next_cursor")
+        if not cursor or not args.all:
+            break
+    if cursor and not args.json:
+        print(f"more: omnireel jobs --cursor {cursor}" + (f" --status {args.status}" if args.status else ""),
+              file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    answer, now = jobs.cancel(_target(args), args.job_id)
+    if args.json:
+        print(json.dumps(answer))
+    elif now:
+        print(f"job {args.job_id}: cancelled (at {answer.get('cancelled_at_stage')})")
+        print(f"  {answer.get('note')}")
+    else:
+        print(f"job {args.job_id}: was already cancelled")
+    return 0
+
+
+def cmd_webhooks(args: argparse.Namespace) -> int:
+    from . import webhooks
+
+    if args.webhooks_command == "secret":
+        print(webhooks.secret(_target(args)))
+        return 0
+    whsec = webhooks.resolve_secret(lambda: _target(args), args.secret)
+    return webhooks.listen(whsec, args.port, count=args.count, timeout=args.timeout, as_json=args.json,
+                           fail_first=args.fail_first)  # fmt: skip
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    target = _target(args)
+    if args.what[0] == "status":
+        if len(args.what) != 2:
+            raise UsageError("usage: omnireel batch status BATCH_ID")
+        batch = batches.get_batch(target, args.what[1])
+        print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+        return 0
+    if len(args.what) != 1:
+        raise UsageError("usage: omnireel batch FILE.jsonl [--wait]  |  omnireel batch status BATCH_ID")
+    started = batches.submit_file(target, Path(args.what[0]), via_api=args.api, key=args.key)
+    if not args.wait:
+        print(json.dumps(started) if args.json else started["batch_id"])
+        return 0
+    print(f"batch {started['batch_id']} ({started['source']})", file=sys.stderr)
+    batch = batches.wait(target, started["batch_id"], args.timeout)
+    print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+    batches.raise_if_failed(batch)
+    return 0
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     return jobs.events(_target(args), args.follow, args.json, args.timeout, job_id=args.job)
 
@@ -516,6 +628,10 @@ COMMANDS = {
     "drop": cmd_drop,
     "status": cmd_status,
     "events": cmd_events,
+    "jobs": cmd_jobs,
+    "webhooks": cmd_webhooks,
+    "cancel": cmd_cancel,
+    "batch": cmd_batch,
     "demo": cmd_demo,
     "tts": cmd_tts,
     "tts-proxy": cmd_tts_proxy,

@@ -41,21 +41,22 @@ class Finding:
     check: str
     ok: bool
     detail: str
+    skipped: bool = False  # not checked (offline, no permission): never a failure, but shown as SKIP
 
 
 @dataclass
 class Report:
     findings: list[Finding] = field(default_factory=list)
 
-    def add(self, check: str, ok: bool, detail: str) -> None:
-        self.findings.append(Finding(check, ok, detail))
+    def add(self, check: str, ok: bool, detail: str, *, skipped: bool = False) -> None:
+        self.findings.append(Finding(check, ok, detail, skipped))
 
     @property
     def ok(self) -> bool:
         return all(f.ok for f in self.findings)
 
     def render(self) -> str:
-        lines = [f"{'PASS' if f.ok else 'FAIL'}  {f.check}: {f.detail}" for f in self.findings]
+        lines = [f"{'SKIP' if f.skipped else 'PASS' if f.ok else 'FAIL'}  {f.check}: {f.detail}" for f in self.findings]
         failed = sum(not f.ok for f in self.findings)
         lines.append("preflight: OK" if not failed else f"preflight: {failed} problem(s) - fix them before sam deploy")
         return "\n".join(lines)
@@ -270,7 +271,7 @@ def check_quotas(report: Report, quotas: Any, values: Mapping[str, Any]) -> None
         have = _quota_values(quotas)
     except (BotoCoreError, ClientError) as exc:
         report.add("endpoint quotas", True, f"not checked ({exc}); request: " + ", ".join(
-            f"{t} for endpoint usage >= {n}" for t, n in sorted(needs.items())))  # fmt: skip
+            f"{t} for endpoint usage >= {n}" for t, n in sorted(needs.items())), skipped=True)  # fmt: skip
         return
     short = [f"{t} for endpoint usage is {have[t]:.0f}, needs {n}" for t, n in sorted(needs.items())
              if t in have and have[t] < n]  # fmt: skip
@@ -379,8 +380,12 @@ def run(
         report.add("dlc image", False, str(exc))
         image = None
     if clients is None:
+        report.add("endpoint quotas", True, "not checked (--offline)", skipped=True)
+        if cfn_rules.parameter_values(template, params).get("EnableVoice") == "true":
+            report.add("voice network", True, "subnets, certificate, relay image not checked (--offline)", skipped=True)
         if image:
-            report.add("dlc image", True, "not checked (--offline); check with: " + image_check_command(*image, region))
+            report.add("dlc image", True, "not checked (--offline); check with: " + image_check_command(*image, region),
+                       skipped=True)  # fmt: skip
         return report
     if image:
         check_image_exists(report, clients("ecr"), *image, region)

@@ -1,9 +1,11 @@
-"""HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job.
+"""HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job, GET /jobs lists the caller's
+jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the webhook signing secret; POST /batches submits
+up to 1,000 jobs at once, GET /batches/{batch_id} reports their counts and, once complete, the manifest.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
 reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and the
-resolver's exception handlers below map each to its status (400, 404, 409) with a bounded message
+resolver's exception handlers below map each to its status (400, 403, 404, 409) with a bounded message
 (``omnireel.bounded``).
 """
 
@@ -16,21 +18,36 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import BatchStore
+from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.secrets import signing_secret
 from omnireel.aws.workflow import Workflow
+from omnireel.batch_intake import BatchIntake
+from omnireel.batch_progress import batch_view
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
-from omnireel.errors import IdempotencyConflict, InvalidRequest, JobNotFound
+from omnireel.cancellation import cancel_job, cancellation_view
+from omnireel.errors import IdempotencyConflict, InvalidRequest, JobFinished, JobNotFound, NotJobOwner
+from omnireel.job import Job
 from omnireel.job_view import job_view
+from omnireel.listing import job_summary, list_jobs, parse_list_query
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.request import parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
+from omnireel.webhook_target import resolve_target
 
 settings = ApiSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 workflow = Workflow(settings.state_machine_arn)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+batch_store = BatchStore(settings.batches_table, settings.job_ttl_days) if settings.batches_table else None
+batches = (
+    BatchIntake(batch_store, BatchQueue(settings.batch_queue_url)) if batch_store and settings.batch_queue_url else None
+)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -61,6 +78,8 @@ def create_job() -> Response:
     if not body:
         raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
     request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
+    if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhook_target
+        resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     caller = _caller()
     natural_key = f"api:{caller}:{key}" if key else None
     job, created = submit_job(
@@ -77,17 +96,97 @@ def create_job() -> Response:
     )
 
 
-@app.get("/jobs/<job_id>")
-@tracer.capture_method
-def get_job(job_id: str) -> Response:
+def _visible_job(job_id: str) -> Job:
+    """The job if this caller may see it. A job submitted through the API is visible to its submitter only (inbox
+    drops have no owner): another caller gets the same 404 as for an unknown id, so ids reveal nothing."""
     if not _JOB_ID.match(job_id):
         raise JobNotFound(f"no job with id {bounded(job_id, MAX_ECHO_CHARS)}")
     job = jobs.find(job_id)
-    # A job submitted through the API is visible to its submitter only (inbox drops have no owner): another
-    # caller gets the same 404 as for an unknown id, so ids reveal nothing.
     if job is None or (job.owner is not None and job.owner != _caller()):
         raise JobNotFound(f"no job with id {job_id}")
+    return job
+
+
+@app.get("/jobs/<job_id>")
+@tracer.capture_method
+def get_job(job_id: str) -> Response:
+    job = _visible_job(job_id)
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
+
+
+@app.get("/jobs")
+@tracer.capture_method
+def list_caller_jobs() -> Response:
+    status, limit, cursor = parse_list_query(app.current_event.query_string_parameters)
+    page, next_cursor = list_jobs(_caller(), status, limit, cursor, jobs=jobs)
+    body = {"jobs": [job_summary(job) for job in page], "next_cursor": next_cursor}
+    return Response(200, content_types.APPLICATION_JSON, body)
+
+
+@app.delete("/jobs/<job_id>")
+@tracer.capture_method
+def delete_job(job_id: str) -> Response:
+    job = _visible_job(job_id)
+    if job.owner is None:  # a dropped file's job is visible to every caller and cancellable by none
+        raise NotJobOwner("a job made from a dropped file has no owner and cannot be cancelled")
+    cancelled = cancel_job(
+        job, jobs=jobs, workflow=workflow, artifacts=artifacts, publisher=publisher,
+        presign_seconds=settings.presign_seconds,
+    )  # fmt: skip
+    metrics.add_metric(name="jobs_cancelled", unit=MetricUnit.Count, value=1)
+    return Response(200, content_types.APPLICATION_JSON, cancellation_view(cancelled))
+
+
+@app.get("/webhooks/secret")
+@tracer.capture_method
+def webhook_secret() -> Response:
+    """The whsec_ secret that signs every webhook delivery (Standard Webhooks), for consumers to verify with."""
+    body = {
+        "secret": signing_secret(settings.webhook_secret_arn),
+        "scheme": "Standard Webhooks v1 (HMAC-SHA256)",
+        "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
+    }
+    return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
+
+
+@app.post("/batches")
+@tracer.capture_method
+def create_batch() -> Response:
+    if batches is None:
+        return _error(404, "NotFound", "batches are not enabled on this stack")
+    key = app.current_event.headers.get("idempotency-key")
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
+    body = app.current_event.body
+    if body and app.current_event.is_base64_encoded:
+        body = base64.b64decode(body)
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _error(400, "InvalidRequest", f"the body is not JSON: {exc}")
+    if not isinstance(data, dict) or set(data) != {"jobs"}:
+        return _error(400, "InvalidRequest", 'send {"jobs": [ ... ]}: an object with only a "jobs" array')
+    # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
+    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key)
+    if created:
+        metrics.add_metric(name="batches_accepted", unit=MetricUnit.Count, value=1)
+    status_url = f"/batches/{batch.batch_id}"
+    return Response(
+        202,
+        content_types.APPLICATION_JSON,
+        {"batch_id": batch.batch_id, "status": batch.status, "total": batch.total, "status_url": status_url},
+        headers={"Location": status_url, "Idempotent-Replayed": "false" if created else "true"},
+    )
+
+
+@app.get("/batches/<batch_id>")
+@tracer.capture_method
+def get_batch(batch_id: str) -> Response:
+    found = batch_store.find(batch_id) if batch_store and _JOB_ID.match(batch_id) else None
+    # As for jobs: an API batch is visible to its submitter only; another caller gets the same 404 as an unknown id.
+    if found is None or (found.owner is not None and found.owner != _caller()):
+        return _error(404, "BatchNotFound", f"no batch with id {bounded(batch_id, MAX_ECHO_CHARS)}")
+    return Response(200, content_types.APPLICATION_JSON, batch_view(found, artifacts, settings.presign_seconds))
 
 
 @app.exception_handler(InvalidRequest)
@@ -103,6 +202,18 @@ def job_not_found(exc: JobNotFound) -> Response:
 @app.exception_handler(IdempotencyConflict)
 def idempotency_conflict(exc: IdempotencyConflict) -> Response:
     return _error(409, exc.code, exc.message)
+
+
+@app.exception_handler(NotJobOwner)
+def not_job_owner(exc: NotJobOwner) -> Response:
+    return _error(403, exc.code, exc.message)
+
+
+@app.exception_handler(JobFinished)
+def job_finished(exc: JobFinished) -> Response:
+    """409 with the job's status: the cancel came after the job had ended."""
+    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
+    return Response(409, content_types.APPLICATION_JSON, body)
 
 
 @app.not_found

@@ -1,4 +1,5 @@
-"""S3 ObjectCreated under prompts/: .txt = the prompt, .json = a full request -> start the job.
+"""S3 ObjectCreated under prompts/: .txt = the prompt, .json = a full request -> start the job; .jsonl = a batch
+(one request per line) -> the batch record and its splitter (``omnireel.batch_intake``).
 
 Each event is processed with exactly the object version it names (``versionId``; ``eTag`` where the bucket is
 not versioned), and the job id derives from that version: two uploads of one key are two jobs, each with its own
@@ -11,10 +12,13 @@ from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.batch_intake import BatchIntake
 from omnireel.inbox import accept_inbox_object
 from omnireel.job import SourceVersion
 from omnireel.observability import MetricUnit, logger, metrics, tracer
@@ -26,6 +30,11 @@ workflow = Workflow(settings.state_machine_arn)
 inbox = InboxStore()
 artifacts = ArtifactStore(settings.artifacts_bucket)
 publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+batches = (
+    BatchIntake(BatchStore(settings.batches_table, settings.job_ttl_days), BatchQueue(settings.batch_queue_url))
+    if settings.batches_table and settings.batch_queue_url
+    else None
+)
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -49,6 +58,8 @@ def handler(event: S3Event, context: LambdaContext) -> dict:
             publisher=publisher,
             presign_seconds=settings.presign_seconds,
             default_video_steps=settings.default_video_steps,
+            allow_loopback_http=settings.webhook_allow_loopback_http,
+            batches=batches,
         )
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
         results.append(outcome.as_dict())

@@ -260,6 +260,29 @@ def _param(data: Mapping[str, Any], name: str) -> str | None:
     return str(value) if value is not None else None
 
 
+_TRANSACT_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+
+
+def transaction_items(action: str, body: bytes | str | None, region: str, account: str) -> list[tuple[str, str]]:
+    """DynamoDB TransactWriteItems / TransactGetItems are not IAM actions of their own: AWS authorises each item as
+    its single-item action on its table (Update -> dynamodb:UpdateItem ...). Returns (action, table ARN) per item."""
+    if action not in ("dynamodb:TransactWriteItems", "dynamodb:TransactGetItems"):
+        return []
+    out = []
+    for entry in _json(body).get("TransactItems") or []:
+        for kind, spec in (entry or {}).items():
+            table = str((spec or {}).get("TableName", ""))
+            arn = table if table.startswith("arn:") else f"arn:aws:dynamodb:{region}:{account}:table/{table}"
+            out.append((_TRANSACT_ACTIONS.get(kind, f"dynamodb:{kind}"), arn))
+    return out
+
+
 def resource_arn(
     service: str, action: str, path: str, data: Mapping[str, Any], body: bytes | str | None, region: str, account: str
 ) -> str:

@@ -70,6 +70,10 @@ def _iso_now() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
+# SQS event source mappings created since the patches were applied: (uuid, spec); run by event_sources.SqsPollers.
+SQS_EVENT_SOURCES: list[tuple[str, dict[str, Any]]] = []
+
+
 class AsyncInvoker:
     """Event-driven (asynchronous) Lambda invocations, as the Lambda service runs them for S3 and SNS.
 
@@ -81,6 +85,10 @@ class AsyncInvoker:
         self._run = run
         self._sqs_send = sqs_send
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lambda-async")
+
+    def run(self, fn: Any, payload: str) -> InvokeResult:
+        """A synchronous invocation (what an event source mapping's poller does)."""
+        return self._run(fn, payload)
 
     def submit(self, fn: Any, payload: str, source: str) -> None:
         self._pool.submit(self._invoke, fn, payload, source)
@@ -464,14 +472,160 @@ def apply(
 
     SageMakerModelBackend.create_endpoint = create_endpoint
 
+    # 15. Lambda SQS event source mappings: moto delivers inline, inside SendMessage (the sender blocks for the
+    #    consumer's whole run, one message per invocation, no partial batch responses, no MaximumConcurrency). The
+    #    mapping is created as moto stores it (Get/ListEventSourceMappings work) but detached from the queue, and the
+    #    local poller fleet (event_sources.py) runs it as the Lambda service does.
+    from moto.awslambda.models import LambdaBackend
+
+    original_create_esm = LambdaBackend.create_event_source_mapping
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        from moto.sqs.models import sqs_backends
+
+        esm = original_create_esm(self, spec)
+        if ":sqs:" in str(spec.get("EventSourceArn")):
+            for queue in sqs_backends[self.account_id][self.region_name].queues.values():
+                if queue.queue_arn == spec["EventSourceArn"]:
+                    queue.lambda_event_source_mappings.pop(esm.function_arn, None)
+            SQS_EVENT_SOURCES.append((esm.uuid, dict(spec)))
+        return esm
+
+    LambdaBackend.create_event_source_mapping = create_event_source_mapping
+
+    # 16. DynamoDB TransactWriteItems: moto deep-copies every table a transaction touches (O(table size) per call),
+    #    and when a condition fails it puts those copies back - discarding the writes other requests made meanwhile.
+    #    Under concurrent writers the copy itself fails ("dictionary changed size during iteration": a 500). AWS
+    #    isolates a transaction at the item level. The patch serialises the backend's writes with one lock (which also
+    #    makes a single conditional write's check-and-set atomic, as on AWS), checks every condition before writing,
+    #    applies the items only if all hold, and restores just those items if an apply fails. (Batch counts, issue 14.)
+    _patch_dynamodb_transactions()
+
+    # 17. Step Functions StopExecution: moto marks the program stopped but a callback task (.waitForTaskToken) keeps
+    #    waiting for its token or heartbeat (minutes), so the execution stayed RUNNING after DELETE /jobs/{id}
+    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too.
+    from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
+
+    original_stop = ParserExecution.stop
+
+    def stop(self: Any, stop_date: Any, error: Any, cause: Any) -> Any:
+        result = original_stop(self, stop_date=stop_date, error=error, cause=cause)
+        env = getattr(self.exec_worker, "env", None)
+        pool = getattr(getattr(env, "callback_pool_manager", None), "_pool", {}) or {}
+        for endpoint in list(pool.values()):
+            endpoint.interrupt_all()
+        return result
+
+    ParserExecution.stop = stop
+
+    #    The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
+    #    (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
+    from moto.stepfunctions.parser.asl.eval.environment import Environment as AslEnvironment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    for name in ("set_error", "set_timed_out"):
+        original = getattr(AslEnvironment, name)
+
+        def unless_stopped(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if isinstance(self._program_state, ProgramStopped):
+                return None
+            return _original(self, *args, **kwargs)
+
+        setattr(AslEnvironment, name, unless_stopped)
+
     _apply_iam(service_credentials)
 
     _applied = True
     log.info(
-        "moto %s patched: lambda runner, sfn names, sagemaker hosting, async sns/s3 -> lambda, schedule rules, IAM",
+        "moto %s patched: lambda runner, sfn names/stop, sagemaker hosting, async sns/s3/sqs -> lambda, schedules, IAM",
         MOTO_VERSION,
     )
     return invoker
+
+
+def _patch_dynamodb_transactions() -> None:
+    """Patch 16 (see ``apply``)."""
+    import copy
+    import threading
+
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import (
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+        TransactWriteSingleOpException,
+    )
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+
+    def serialised(original: Callable[..., Any]) -> Callable[..., Any]:
+        def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(self, *args, **kwargs)
+
+        return locked
+
+    for name in ("put_item", "update_item", "delete_item"):
+        setattr(DynamoDBBackend, name, serialised(getattr(DynamoDBBackend, name)))
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        if len(transact_items) > 100:
+            raise TooManyTransactionsException()
+        with lock:
+            seen: set[tuple[str, str]] = set()
+            plan: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = []
+            errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+            for entry in transact_items:
+                if len(entry) > 1:
+                    raise TransactWriteSingleOpException
+                op_type, op = next(iter(entry.items()))
+                if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                    raise ValueError("Unsupported transaction operation")
+                table = self.get_table(op["TableName"])
+                if op_type == "Put":
+                    key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+                    if table.range_key_attr is not None:
+                        key[table.range_key_attr] = op["Item"][table.range_key_attr]
+                else:
+                    key = op["Key"]
+                identity = (op["TableName"], json.dumps(key, sort_keys=True))
+                if identity in seen:
+                    raise MultipleTransactionsException()
+                seen.add(identity)
+                current = self.get_item(op["TableName"], key)
+                condition = op.get("ConditionExpression")
+                names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                if condition is not None and not get_filter_expression(condition, names, values).expr(current):
+                    old = current.to_json()["Attributes"] if current is not None and (
+                        op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+                    ) else None  # fmt: skip
+                    errors.append(("ConditionalCheckFailed", "The conditional request failed", old))
+                else:
+                    errors.append((None, None, None))
+                plan.append((op_type, op, key, copy.deepcopy(current)))
+            if any(code is not None for code, _, _ in errors):
+                raise TransactionCanceledException(errors)
+            applied: list[tuple[str, dict[str, Any], Any]] = []
+            try:
+                for op_type, op, key, before in plan:
+                    names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                    if op_type == "Put":
+                        self.put_item(op["TableName"], op["Item"])
+                    elif op_type == "Delete":
+                        self.delete_item(op["TableName"], key)
+                    elif op_type == "Update":
+                        self.update_item(op["TableName"], key, op["UpdateExpression"], names, values)
+                    applied.append((op["TableName"], key, before))
+            except Exception:
+                for table_name, key, before in reversed(applied):
+                    if before is None:
+                        self.delete_item(table_name, key)
+                    else:
+                        self.put_item(table_name, before.to_json()["Attributes"])
+                raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items
 
 
 def enforce_iam(moto_endpoint: str) -> None:
@@ -484,7 +638,14 @@ def enforce_iam(moto_endpoint: str) -> None:
 # Signing names whose IAM action prefix differs (the credential scope names the signing name).
 _IAM_PREFIX = {"monitoring": "cloudwatch", "email": "ses"}
 # API operations whose IAM action has another name (Service Authorization Reference).
-_ACTION_ALIASES = {"lambda:Invoke": "lambda:InvokeFunction", "lambda:InvokeWithResponseStream": "lambda:InvokeFunction"}
+_ACTION_ALIASES = {
+    "lambda:Invoke": "lambda:InvokeFunction",
+    "lambda:InvokeWithResponseStream": "lambda:InvokeFunction",
+    # SQS batch calls are authorised as their single-message action (there is no sqs:SendMessageBatch permission).
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+}
 # Query-protocol and REST-XML services answer errors in XML; the others in JSON.
 _JSON_SERVICES = {"dynamodb", "lambda", "states", "sagemaker", "events", "secretsmanager", "logs", "sqs"}
 
@@ -671,6 +832,14 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         principal = iam_policy.Principal(key.arn, account)
         context = iam_policy.request_context(prefix, action, path, self.data, self.raw_body, principal)
         decision, why = decide(key, action, resource, context, account)
+        items = iam_policy.transaction_items(action, self.raw_body, self.region, account)
+        if items:  # a DynamoDB transaction: every item's own action on its own table must be allowed
+            decision, why = iam_policy.ALLOW, ""
+            for item_action, item_resource in items:
+                decision, why = decide(key, item_action, item_resource, context, account)
+                if decision != iam_policy.ALLOW:
+                    action, resource = item_action, item_resource
+                    break
         if decision == iam_policy.ALLOW and action == "sts:AssumeRole":
             from moto.iam.models import iam_backends
 

@@ -51,6 +51,10 @@ LOCAL_PARAMETERS = {
     # Longer than any local execution can run with the values above (tests/unit/template checks the bound). A test
     # that wants the safety net sooner starts its own stack with `--parameter JobDeadlineSeconds=N`.
     "JobDeadlineSeconds": "5400",
+    # Webhooks: http:// to 127.0.0.1 for local receivers (`omnireel webhooks listen`), and the retry clock compressed
+    # like the schedules' (first retry after 1 s instead of 30 s, then doubling).
+    "WebhookAllowLoopbackHttp": "true",
+    "WebhookRetryBaseSeconds": "1",
     # The voice network parameters feed only resources with no local meaning (ECS, load balancer, security groups:
     # SKIPPED below), but the template's Rules require them with EnableVoice=true - as CloudFormation would.
     "RelayImageUri": "000000000000.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:local",
@@ -650,12 +654,18 @@ class Provisioner:
 
     def _create_SecretsManager_Secret(self, logical: str, props: dict[str, Any]) -> None:
         import secrets
+        import string
 
         name = props.get("Name") or self._name(logical, 512)
         value = props.get("SecretString")
         if value is None:
             generate = props.get("GenerateSecretString") or {}
-            random = secrets.token_urlsafe(int(generate.get("PasswordLength", 32)))
+            length = int(generate.get("PasswordLength", 32))
+            if generate.get("ExcludePunctuation"):  # as Secrets Manager: letters and digits only
+                alphabet = string.ascii_letters + string.digits
+                random = "".join(secrets.choice(alphabet) for _ in range(length))
+            else:
+                random = secrets.token_urlsafe(length)
             key = generate.get("GenerateStringKey")
             value = (
                 json.dumps({**json.loads(generate.get("SecretStringTemplate", "{}")), key: random}) if key else random

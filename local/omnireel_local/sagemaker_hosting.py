@@ -418,7 +418,8 @@ class SageMakerHosting:
         try:
             url = self._container(request.endpoint)
             started = time.monotonic()
-            response = httpx.post(
+            # The shared client: a new one per call sets up an SSL context each time (~21 ms of CPU).
+            response = self._http.post(
                 f"{url}/invocations",
                 content=body,
                 headers=headers,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -83,8 +84,10 @@ class Stack:
         self.runner: Any = None
         self.hosting: Any = None
         self.invoker: Any = None
+        self.roles: Any = None
         self.front_door: Any = None
         self.scheduler: Any = None
+        self.pollers: Any = None
         self.admin: Any = None  # identities.Credentials of the stack's admin user (never written to state.json)
 
     # ---------------------------------------------------------------- state
@@ -122,7 +125,7 @@ class Stack:
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
-        roles = identities.ServiceCredentials(self.account_id, self.region)
+        roles = self.roles = identities.ServiceCredentials(self.account_id, self.region)
         self.runner = LambdaRunner(
             self.moto_endpoint,
             self.region,
@@ -240,10 +243,19 @@ class Stack:
             self._store_relay_token(outputs.get("RelayTokenSecretArn"), relay["token"])
 
         self.scheduler = self._start_schedules(provisioned.schedules)
+        self.pollers = self._start_event_sources(roles)
+        self.state["webhook_secret"] = self._webhook_secret(outputs.get("WebhookSigningSecretArn"))
         self.save(outputs=outputs, events_queue_url=events_queue, relay=relay)
         self.phase("ready")
         self.save(ready=True)
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
+
+    def _webhook_secret(self, arn: str | None) -> str | None:
+        """The whsec_ webhook secret, for `omnireel local env` (OMNIREEL_WEBHOOK_SECRET) and local receivers."""
+        if not arn:
+            return None
+        stored = json.loads(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+        return "whsec_" + stored["key"]  # as omnireel.aws.secrets.as_whsec serves it at GET /webhooks/secret
 
     def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:
         """EventBridge schedule rules -> their Lambda targets, invoked asynchronously (schedules.py says why)."""
@@ -258,6 +270,38 @@ class Stack:
         scheduler = Scheduler(schedules, invoke, self.account_id, self.region)
         scheduler.start()
         return scheduler
+
+    def _start_event_sources(self, roles: Any) -> Any:
+        """SQS event source mappings -> their functions, polled as the Lambda service does (event_sources.py)."""
+        import boto3
+        from moto.awslambda.utils import get_backend
+
+        from . import moto_patches
+        from .event_sources import SqsMapping, SqsPollers
+
+        clients: dict[tuple[str, str], Any] = {}
+        lock = threading.Lock()
+
+        def sqs_client_for(role_arn: str) -> Any:
+            credentials = roles.get(role_arn, "lambda.amazonaws.com", "omnireel-local-event-source")
+            with lock:
+                key = (role_arn, credentials.access_key_id)
+                if key not in clients:
+                    clients[key] = boto3.client(
+                        "sqs", endpoint_url=self.moto_endpoint, region_name=self.region, **credentials.boto()
+                    )
+                return clients[key]
+
+        pollers = SqsPollers(
+            [SqsMapping.from_spec(uuid_, spec) for uuid_, spec in moto_patches.SQS_EVENT_SOURCES],
+            function_of=lambda arn: get_backend(self.account_id, self.region).get_function(arn),
+            invoke=self.invoker.run,
+            sqs_client_for=sqs_client_for,
+            queue_url_of=lambda arn: f"{self.moto_endpoint}/{arn.split(':')[4]}/{arn.rsplit(':', 1)[-1]}",
+            region=self.region,
+        )
+        pollers.start()
+        return pollers
 
     def _client(self, service: str, *, bootstrap: bool = False) -> Any:
         """A client as the stack's admin (``bootstrap``: any key, before the admin exists and enforcement is on)."""
@@ -416,7 +460,7 @@ class Stack:
     def stop(self) -> None:
         self._stop.set()
         log.info("stopping")
-        for part in (self.scheduler, self.front_door, self.invoker, self.hosting):
+        for part in (self.scheduler, self.pollers, self.front_door, self.invoker, self.hosting):
             if part is not None:
                 try:
                     part.shutdown()

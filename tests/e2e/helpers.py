@@ -128,7 +128,9 @@ class JobEvents:
     """A subscriber of its own: an SQS queue subscribed to the job-events topic (the shared local events queue is
     drained by other tests' waits)."""
 
-    def __init__(self, stack):  # type: ignore[no-untyped-def]
+    def __init__(self, stack, *, progress: bool = False):  # type: ignore[no-untyped-def]
+        """``progress``: also job.image_ready (by default only the terminal events are kept)."""
+        self.progress = progress
         self.sqs, self.sns = aws_client(stack, "sqs"), aws_client(stack, "sns")
         self.url = self.sqs.create_queue(QueueName=f"omnireel-e2e-events-{uuid.uuid4().hex[:10]}")[
             "QueueUrl"
@@ -148,7 +150,9 @@ class JobEvents:
             response = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s)
             for message in response.get("Messages", []):
                 body = json.loads(message["Body"])
-                self.received.append(json.loads(body["Message"]) if body.get("Type") == "Notification" else body)
+                event = json.loads(body["Message"]) if body.get("Type") == "Notification" else body
+                if self.progress or event.get("event_type") != "job.image_ready":
+                    self.received.append(event)
                 self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
         return self.received
 

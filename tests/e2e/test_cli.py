@@ -74,10 +74,11 @@ def test_events_is_a_replayable_log(stack: LocalStack) -> None:
 
     def events_of_job() -> list[dict]:
         result = stack.cli("events", "--json", "--job", job_id, check=True)
-        return [json.loads(line) for line in result.stdout.splitlines()]
+        found = [json.loads(line) for line in result.stdout.splitlines()]
+        return found if any(e["event_type"] == "job.succeeded" for e in found) else []
 
     first = wait_for(events_of_job, 120, f"the terminal event of {job_id}")
-    assert [e["event_type"] for e in first] == ["job.succeeded"]
+    assert [e["event_type"] for e in first] == ["job.image_ready", "job.succeeded"]
     assert events_of_job() == first  # shown again: reading did not consume it
     everything = stack.cli("events", "--json", check=True).stdout.splitlines()
     assert any(json.loads(line)["job_id"] == job_id for line in everything)
@@ -94,7 +95,7 @@ def test_events_follow_says_it_is_waiting_then_shows_new_events(stack: LocalStac
         assert "waiting for job events" in waiting and "120 s" in waiting
         reader = LineReader(follower)
         job_id = json.loads(stack.cli("submit", "followed", "--frames", "5", "--json", check=True).stdout)["job_id"]
-        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id, timeout=120)
+        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id and e["event_type"] != "job.image_ready", 120)
     finally:
         follower.terminate()
         follower.wait(timeout=10)

@@ -53,7 +53,7 @@ def test_a_subscriber_receives_job_succeeded(stack: LocalStack) -> None:
         reader = LineReader(consumer)
         submitted = stack.cli("submit", "a paper boat on a rainy street", "--json", check=True)
         job_id = json.loads(submitted.stdout)["job_id"]
-        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id, timeout=90)
+        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id and e["event_type"] != "job.image_ready", 90)
     finally:
         consumer.terminate()
         consumer.wait(timeout=10)
@@ -83,7 +83,9 @@ def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalSta
     # Retried (ImageMaxAttempts) before giving up: 1 + 2 calls reached the container.
     stats = httpx.get(f"{emulator}/_emulator/stats", timeout=10).json()
     assert stats["routes"]["images"].get("error", 0) >= 3
-    event = drain_events_until(stack, lambda e: e.get("job_id") == job["job_id"])
+    event = drain_events_until(
+        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] != "job.image_ready"
+    )
     assert event is not None and event["event_type"] == "job.failed"
     assert event["error"]["code"] == "EndpointUnavailable"
 
@@ -111,7 +113,9 @@ def test_an_invalid_dropped_file_yields_job_failed(stack: LocalStack, tmp_path: 
     job = json.loads(result.stdout)
     assert job["status"] == "failed"
     assert job["error"]["code"] == "InvalidRequest"
-    event = drain_events_until(stack, lambda e: e.get("job_id") == job["job_id"])
+    event = drain_events_until(
+        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] != "job.image_ready"
+    )
     assert event is not None and event["event_type"] == "job.failed"
     assert "not valid JSON" in event["error"]["message"]
 

@@ -3,12 +3,15 @@
 Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` fences it, see
 ``docs/development.md``):
 
-- **models and rules** (no AWS, no I/O): ``bounded``, ``caller``, ``errors``, ``events``, ``image_request``, ``job``,
-  ``media``, ``notification``, ``reference_image``, ``request``, ``s3uri``, ``video_request``. They import only each
-  other and pure libraries (pydantic, Pillow, pyvips, requests-toolbelt): never ``omnireel.aws``, boto3 or botocore.
+- **models and rules** (no AWS, no I/O): ``batch``, ``batch_events``, ``bounded``, ``caller``, ``errors``,
+  ``events``, ``image_request``, ``job``, ``media``, ``notification``, ``reference_image``, ``request``, ``s3uri``,
+  ``video_request``. They import only each other and pure libraries (pydantic, Pillow, pyvips, requests-toolbelt):
+  never ``omnireel.aws``, boto3 or botocore.
 - **use cases** (one operation each, written against the adapters): ``submission`` (accept a request), ``inbox`` (a
   dropped file becomes a job), ``steps`` (the pipeline's steps), ``outcome`` (finish a job: terminal transition and
-  its one event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links).
+  its one event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links),
+  ``batch_intake`` (start a batch), ``batch_fanout`` (split steps and lines -> jobs, backpressure), ``batch_progress``
+  (counts, manifest, batch.completed).
   -> models and rules, ``omnireel.aws``, ``observability``.
 - **Lambda glue** (shared by the handlers in ``functions/``): ``settings`` (typed environment), ``observability``
   (Logger, Tracer, Metrics), ``step_handler`` (domain errors -> state machine errors).

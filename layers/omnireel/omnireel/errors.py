@@ -50,6 +50,28 @@ class JobConflict(OmnireelError):
     code = "JobConflict"
 
 
+class JobFinished(OmnireelError):
+    """A cancellation of a job that has already ended (``status`` says how)."""
+
+    code = "JobFinished"
+
+    def __init__(self, message: str, *, status: str):
+        super().__init__(message)
+        self.status = status
+
+
+class NotJobOwner(OmnireelError):
+    """A cancellation of a job the caller may see but did not submit (a dropped file's job has no owner)."""
+
+    code = "NotJobOwner"
+
+
+class InvalidCursor(InvalidRequest):
+    """A listing cursor that this API did not hand out to this caller (or for another filter)."""
+
+    code = "InvalidCursor"
+
+
 class IdempotencyConflict(OmnireelError):
     code = "IdempotencyKeyReused"
 

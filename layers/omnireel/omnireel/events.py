@@ -1,4 +1,5 @@
-"""Job events for consumers: ``job.succeeded`` / ``job.failed``, version 1.
+"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled`` (terminal: exactly one per job) and
+``job.image_ready`` (progress), version 1.
 
 The same body goes to the job-events SNS topic (with message attributes for filter policies) and
 to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schema in
@@ -8,12 +9,15 @@ to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON S
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from omnireel.job import Job, JobError, JobStatus, SourceVersion, iso, job_id_for
+from omnireel.job import BatchRef, Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.request import JobRequest
+
+if TYPE_CHECKING:
+    from omnireel.batch_events import BatchEvent
 
 EVENT_VERSION = 1
 EVENT_SOURCE = "omnireel"
@@ -46,10 +50,10 @@ class JobEvent(BaseModel):
         description="stable per job record and type: consumers can de-duplicate on it (a job made again with the same"
         " Idempotency-Key after its record expired is a new record: its event has a new event_id)"
     )
-    event_type: Literal["job.succeeded", "job.failed"]
+    event_type: Literal["job.succeeded", "job.failed", "job.cancelled"]
     occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
     job_id: str
-    status: Literal["succeeded", "failed"]
+    status: Literal["succeeded", "failed", "cancelled"]
     prompt: str | None = Field(description="null when the submitted file could not be read as a request")
     request: JobRequest | None
     source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
@@ -59,13 +63,52 @@ class JobEvent(BaseModel):
     artifacts: EventArtifacts
     timings: EventTimings
     error: JobError | None = None
+    batch: BatchRef | None = Field(default=None, description="for a job of a batch: the batch id and the job's line")
 
 
-def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed"]:
+class ImageArtifacts(BaseModel):
+    image: ArtifactLink
+
+
+class ImageReadyEvent(BaseModel):
+    """Progress: the still is stored, while the video is still to come (``job.image_ready``, version 1)."""
+
+    model_config = ConfigDict(title="omnireel job.image_ready event", extra="forbid")
+
+    version: Literal[1] = EVENT_VERSION
+    event_id: str = Field(description="stable per job record: consumers can de-duplicate on it")
+    event_type: Literal["job.image_ready"] = "job.image_ready"
+    occurred_at: str = Field(description="when the image was stored (the same in every delivery)")
+    job_id: str
+    status: str = Field(description="the job's status when the image was stored (generating_image)")
+    prompt: str | None
+    request: JobRequest | None
+    source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
+    source_version: SourceVersion | None = None
+    artifacts: ImageArtifacts = Field(description="the still: S3 URI and a presigned URL")
+
+
+def build_image_ready_event(job: Job, image: ArtifactLink, stored_at: str) -> ImageReadyEvent:
+    return ImageReadyEvent(
+        event_id=job_id_for(f"{job.execution}/job.image_ready"),
+        occurred_at=stored_at,
+        job_id=job.job_id,
+        status=job.status.value,
+        prompt=job.request.prompt if job.request else None,
+        request=job.request,
+        source=job.source,
+        source_version=job.source_version,
+        artifacts=ImageArtifacts(image=image),
+    )
+
+
+def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed", "job.cancelled"]:
     if status is JobStatus.SUCCEEDED:
         return "job.succeeded"
     if status is JobStatus.FAILED:
         return "job.failed"
+    if status is JobStatus.CANCELLED:
+        return "job.cancelled"
     raise ValueError(f"no event for non-terminal status {status}")
 
 
@@ -88,12 +131,22 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
         artifacts=artifacts,
         timings=EventTimings(**job.timings()),
         error=job.error,
+        batch=job.batch,
     )
 
 
-def sns_message_attributes(event: JobEvent) -> dict[str, dict[str, str]]:
-    return {
+def sns_message_attributes(event: JobEvent | ImageReadyEvent | BatchEvent) -> dict[str, dict[str, str]]:
+    attributes = {
         "event_type": {"DataType": "String", "StringValue": event.event_type},
         "status": {"DataType": "String", "StringValue": event.status},
         "version": {"DataType": "Number", "StringValue": str(event.version)},
     }
+    batch_id = event.batch.batch_id if isinstance(event, JobEvent) and event.batch else getattr(event, "batch_id", None)
+    if batch_id:  # the batch tracker's subscription filters on it
+        attributes["batch_id"] = {"DataType": "String", "StringValue": batch_id}
+    # The webhook queue's subscription filters on this attribute (omnireel.webhooks): only the event types the job's
+    # request asked for reach its webhook.
+    request = getattr(event, "request", None)
+    if request is not None and request.webhook_wants(event.event_type):
+        attributes["webhook"] = {"DataType": "String", "StringValue": request.webhook or ""}
+    return attributes

@@ -10,6 +10,7 @@ from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.batch_intake import BatchIntake
 from omnireel.bounded import bounded
 from omnireel.errors import InvalidRequest, SourceVersionGone
 from omnireel.job import JobError, JobStatus, SourceVersion
@@ -17,9 +18,11 @@ from omnireel.observability import logger
 from omnireel.outcome import finish_job
 from omnireel.request import JobRequest, parse_job_request, parse_job_request_json
 from omnireel.submission import reject_submission, submit_job
+from omnireel.webhook_target import resolve_target
 
 PREFIX = "prompts/"
 MAX_FILE_BYTES = 64 * 1024
+BATCH_SUFFIX = ".jsonl"  # one job request per line: a batch (batch_intake.py), up to batch.MAX_FILE_BYTES
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class InboxOutcome:
 
 
 def parse_inbox_file(key: str, data: bytes, default_video_steps: int | None = None) -> JobRequest:
-    """``.txt``: the whole file (UTF-8) is the prompt; ``.json``: a full job request."""
+    """``.txt``: the whole file (UTF-8) is the prompt; ``.json``: a full job request (``.jsonl``: a batch)."""
     lowered = key.lower()
     if len(data) > MAX_FILE_BYTES:
         raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes")
@@ -48,7 +51,7 @@ def parse_inbox_file(key: str, data: bytes, default_video_steps: int | None = No
         except UnicodeDecodeError as exc:
             raise InvalidRequest(f"the file is not UTF-8 text (byte {exc.start})") from exc
         return parse_job_request({"prompt": text.strip()}, default_video_steps=default_video_steps)
-    raise InvalidRequest("unsupported file type: use .txt (a prompt) or .json (a job request)")
+    raise InvalidRequest("unsupported file type: use .txt (a prompt), .json (a job request) or .jsonl (a batch)")
 
 
 def inbox_natural_key(source: str, version: SourceVersion, sequencer: str) -> str:
@@ -74,6 +77,8 @@ def accept_inbox_object(
     publisher: EventPublisher,
     presign_seconds: int,
     default_video_steps: int | None = None,
+    allow_loopback_http: bool = False,
+    batches: BatchIntake | None = None,
 ) -> InboxOutcome:
     """Turn the object version one S3 event names into a job: read exactly that version (never "the key's latest"),
     so an overwrite that lands before the read cannot make this job run the newer file's prompt."""
@@ -87,9 +92,20 @@ def accept_inbox_object(
     try:
         if not key.startswith(PREFIX):
             raise InvalidRequest(f"files must be under {PREFIX}")
+        if key.lower().endswith(BATCH_SUFFIX):
+            if batches is None:
+                raise InvalidRequest("batch files (.jsonl) are not enabled here")
+            batch_id = batches.start_file_batch(
+                bucket=bucket, key=key, version=version, size=size, natural_key=natural_key, inbox=inbox
+            )
+            _tag(inbox, bucket, key, version, batch_id, "batch", None, id_tag="omnireel-batch-id")
+            logger.info("inbox batch accepted", extra={"key": key, "batch_id": batch_id})
+            return InboxOutcome(key, batch_id, "batch")
         if size is not None and size > MAX_FILE_BYTES:
             raise InvalidRequest(f"the file is larger than {MAX_FILE_BYTES} bytes ({size})")
         request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES, version), default_video_steps)
+        if request.webhook:  # refused targets (SSRF checks) make a failed job, like any other bad request
+            resolve_target(request.webhook, allow_loopback_http=allow_loopback_http)
     except InvalidRequest as exc:
         reason = bounded(exc.message)
         job = reject_submission(
@@ -122,9 +138,16 @@ def accept_inbox_object(
 
 
 def _tag(
-    inbox: InboxStore, bucket: str, key: str, version: SourceVersion, job_id: str, status: str, reason: str | None
+    inbox: InboxStore,
+    bucket: str,
+    key: str,
+    version: SourceVersion,
+    job_id: str,
+    status: str,
+    reason: str | None,
+    id_tag: str = "omnireel-job-id",
 ) -> None:
-    tags = {"omnireel-job-id": job_id, "omnireel-status": status}
+    tags = {id_tag: job_id, "omnireel-status": status}
     if reason:
         # S3 tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @
         tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in bounded(reason, 256))

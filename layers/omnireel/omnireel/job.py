@@ -1,6 +1,6 @@
 """The job record and its lifecycle rules (pure: no AWS here).
 
-accepted -> generating_image -> staging_video -> rendering_video -> succeeded | failed
+accepted -> generating_image -> staging_video -> rendering_video -> succeeded | failed | cancelled
 
 A stage may be entered again (a retried Lambda re-enters its own stage) but never from a later
 stage, so a duplicate or stale step cannot move a job backwards. ``failed`` can be reached from any
@@ -28,11 +28,14 @@ class JobStatus(StrEnum):
     RENDERING_VIDEO = "rendering_video"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
     @property
     def terminal(self) -> bool:
-        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
+
+TERMINAL_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 ORDER = [
     JobStatus.ACCEPTED,
@@ -53,7 +56,7 @@ STAGE_OF_STATUS = {
 
 def allowed_sources(target: JobStatus) -> list[JobStatus]:
     """Statuses from which ``target`` may be entered (including itself, for retries)."""
-    if target is JobStatus.FAILED:
+    if target in (JobStatus.FAILED, JobStatus.CANCELLED):
         return [s for s in ORDER if not s.terminal]
     if target is JobStatus.SUCCEEDED:
         return [JobStatus.RENDERING_VIDEO]
@@ -92,6 +95,17 @@ class AsyncInvocation(BaseModel):
     failure_location: str | None = None
 
 
+class WebhookDelivery(BaseModel):
+    """Where the delivery of one event type to the job's webhook stands (written by the delivery function)."""
+
+    attempts: int = Field(description="attempts so far (SQS receives of the event)")
+    last_status: int | None = Field(default=None, description="the consumer's last HTTP status (null: no answer)")
+    last_error: str | None = Field(default=None, description="why the last attempt failed (null when it succeeded)")
+    last_attempt_at: str
+    delivered_at: str | None = Field(default=None, description="when the consumer answered 2xx")
+    refused: bool = Field(default=False, description="the target was refused at delivery (SSRF checks): no retry")
+
+
 class SourceVersion(BaseModel):
     """The exact S3 object version a dropped file's job was read from (as the S3 event named it)."""
 
@@ -99,6 +113,15 @@ class SourceVersion(BaseModel):
 
     version_id: str | None = Field(default=None, description="S3 versionId; null when the bucket is not versioned")
     etag: str | None = Field(default=None, description="the object's ETag, as the S3 event carried it")
+
+
+class BatchRef(BaseModel):
+    """The batch a job belongs to and its line (1-based as in the JSONL file; POST /batches: the array index + 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_id: str
+    line: int = Field(ge=1)
 
 
 class Job(BaseModel):
@@ -114,6 +137,7 @@ class Job(BaseModel):
         default=None, description="for a dropped file: the object version that was read (null for API jobs)"
     )
     owner: str | None = Field(default=None, description="IAM principal that submitted it through the API")
+    batch: BatchRef | None = Field(default=None, description="the batch and line this job came from (batches only)")
     request_fingerprint: str | None = None
     created_at: str
     updated_at: str
@@ -129,6 +153,10 @@ class Job(BaseModel):
     open_shard: str | None = Field(
         default=None, description="set while the job is not terminal: the key of the jobs table's open-jobs index"
     )
+    image_ready_published_at: str | None = Field(default=None, description="when job.image_ready was published")
+    webhook_deliveries: dict[str, WebhookDelivery] = Field(
+        default_factory=dict, description="event type -> delivery state of the job's webhook"
+    )
 
     @property
     def execution(self) -> str:
@@ -143,7 +171,7 @@ class Job(BaseModel):
             a, b = times.get(start.value), times.get(end)
             return round((b - a).total_seconds(), 3) if a and b else None
 
-        finished = JobStatus.SUCCEEDED.value if JobStatus.SUCCEEDED.value in times else JobStatus.FAILED.value
+        finished = next((s.value for s in TERMINAL_STATUSES if s.value in times), JobStatus.FAILED.value)
         return {
             "image_s": span(JobStatus.GENERATING_IMAGE, JobStatus.STAGING_VIDEO.value),
             "staging_s": span(JobStatus.STAGING_VIDEO, JobStatus.RENDERING_VIDEO.value),
@@ -204,7 +232,7 @@ OPEN_SHARDS = "0123456789abcdef"
 
 # Fields added to the request after records were first written: left out of the fingerprint while unset, so a retry
 # of a request made before they existed (same Idempotency-Key, same body) still matches its record.
-_LATER_FIELDS: dict[str, tuple[str, ...]] = {"": (), "video": ("prompt", "negative_prompt")}
+_LATER_FIELDS: dict[str, tuple[str, ...]] = {"": ("webhook", "webhook_events"), "video": ("prompt", "negative_prompt")}
 
 
 def fingerprint(request: JobRequest) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from omnireel.artifact_links import artifact_links
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.job import Job
+from omnireel.request import DEFAULT_WEBHOOK_EVENTS
 
 
 def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[str, Any]:
@@ -23,4 +24,14 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "timings": job.timings(),
         "artifacts": artifact_links(job, artifacts, presign_seconds).model_dump(mode="json", exclude_none=True),
         "error": job.error.model_dump() if job.error else None,
+        "webhook": _webhook_view(job),
     }
+
+
+def _webhook_view(job: Job) -> dict[str, Any] | None:
+    """The job's webhook and, per event type, where its delivery stands (written by the delivery function)."""
+    if job.request is None or job.request.webhook is None:
+        return None
+    events = job.request.webhook_events or list(DEFAULT_WEBHOOK_EVENTS)
+    deliveries = {k: v.model_dump() for k, v in job.webhook_deliveries.items()}
+    return {"url": job.request.webhook, "events": events, "deliveries": deliveries}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -98,6 +99,34 @@ class VideoOptions(BaseModel):
 
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
 
+# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
+WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
+DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+MAX_WEBHOOK_URL_CHARS = 2048
+
+
+def check_webhook_url(value: str) -> str:
+    """The URL's shape (no network here): http(s), a host, no credentials, no fragment, printable ASCII.
+
+    Which schemes and hosts a deployment accepts, and where the host resolves, is checked when a job is submitted and
+    again at every delivery (``omnireel.webhook_target``)."""
+    if not value.isascii() or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("must be an absolute http(s) URL of printable ASCII characters (percent-encode the rest)")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"is not a valid URL ({exc})") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an absolute https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials (user:password@)")
+    if parts.fragment or value.endswith("#"):
+        raise ValueError("must not have a #fragment")
+    if port == 0:
+        raise ValueError("has an invalid port")
+    return value
+
 
 class JobRequest(BaseModel):
     """A prompt and everything that shapes the image and the video made from it."""
@@ -110,6 +139,37 @@ class JobRequest(BaseModel):
     guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0, allow_inf_nan=False)
     image: ImageOptions = Field(default_factory=ImageOptions)
     video: VideoOptions = Field(default_factory=VideoOptions)
+    webhook: Annotated[str, Field(max_length=MAX_WEBHOOK_URL_CHARS)] | None = Field(
+        default=None, description="https URL that receives this job's events, signed (Standard Webhooks)"
+    )
+    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=4)] | None = Field(
+        default=None,
+        description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_webhook_url(value)
+
+    @field_validator("webhook_events")
+    @classmethod
+    def _distinct_events(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("must not repeat an event type")
+        return value
+
+    @model_validator(mode="after")
+    def _events_need_a_webhook(self) -> JobRequest:
+        if self.webhook_events is not None and self.webhook is None:
+            raise ValueError("webhook_events needs a webhook")
+        return self
+
+    def webhook_wants(self, event_type: str) -> bool:
+        """Does this job's webhook (if any) receive ``event_type``?"""
+        if self.webhook is None:
+            return False
+        return event_type in (self.webhook_events or DEFAULT_WEBHOOK_EVENTS)
 
     @field_validator("prompt")
     @classmethod

@@ -6,6 +6,7 @@ from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.errors import IdempotencyConflict
 from omnireel.job import (
+    BatchRef,
     Job,
     JobError,
     JobStatus,
@@ -29,6 +30,7 @@ def submit_job(
     workflow: Workflow,
     owner: str | None = None,
     source_version: SourceVersion | None = None,
+    batch: BatchRef | None = None,
 ) -> tuple[Job, bool]:
     """Create the job (or find the one this natural key already made) and make sure it runs.
 
@@ -47,6 +49,7 @@ def submit_job(
         source=source,
         source_version=source_version,
         owner=owner,
+        batch=batch,
         request_fingerprint=fingerprint(request),
         created_at=stamp,
         updated_at=stamp,
@@ -62,7 +65,14 @@ def submit_job(
 
 
 def reject_submission(
-    *, natural_key: str, source: str, error: JobError, jobs: JobStore, source_version: SourceVersion | None = None
+    *,
+    natural_key: str,
+    source: str,
+    error: JobError,
+    jobs: JobStore,
+    source_version: SourceVersion | None = None,
+    owner: str | None = None,
+    batch: BatchRef | None = None,
 ) -> Job:
     """Record an unreadable submission as a failed job so it gets its ``job.failed`` event."""
     stamp = iso(now())
@@ -72,6 +82,8 @@ def reject_submission(
         request=None,
         source=source,
         source_version=source_version,
+        owner=owner,
+        batch=batch,
         created_at=stamp,
         updated_at=stamp,
         stage_times={JobStatus.FAILED.value: stamp},

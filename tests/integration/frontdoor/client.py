@@ -175,6 +175,6 @@ def event_for(state: dict[str, Any], job_id: str, timeout: float = 60.0) -> dict
         for message in found.get("Messages", []):
             envelope = json.loads(message["Body"])
             event = json.loads(envelope["Message"]) if "Message" in envelope else envelope
-            if event.get("job_id") == job_id:
+            if event.get("job_id") == job_id and event.get("event_type") != "job.image_ready":  # the terminal one
                 return event
     raise AssertionError(f"no event for job {job_id} within {timeout} s")

@@ -344,8 +344,11 @@ class Pipeline:
         topic = self.success_topic if status == "Completed" else self.error_topic
         self.sns.publish(TopicArn=topic, Message=json.dumps(self.notification(job_id, status, **extra)))
 
-    def consumer_events(self, expect: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Job events as a consumer subscribed to the job-events topic receives them."""
+    def consumer_events(
+        self, expect: int = 1, timeout: float = 10.0, *, progress: bool = False
+    ) -> list[dict[str, Any]]:
+        """Job events as a consumer subscribed to the job-events topic receives them (the terminal ones; with
+        ``progress`` also job.image_ready)."""
         events: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -356,7 +359,8 @@ class Pipeline:
                 envelope = json.loads(message["Body"])
                 event = json.loads(envelope["Message"])
                 event["_attributes"] = {k: v["Value"] for k, v in envelope.get("MessageAttributes", {}).items()}
-                events.append(event)
+                if progress or event.get("event_type") != "job.image_ready":
+                    events.append(event)
                 self.sqs.delete_message(QueueUrl=self.events_queue, ReceiptHandle=message["ReceiptHandle"])
             if len(events) >= expect and not messages:
                 break
@@ -400,6 +404,9 @@ def api_event(
     caller: str | None = "tester",
 ) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event; ``caller=None`` leaves out the IAM identity."""
+    from urllib.parse import parse_qsl
+
+    path, _, query = path.partition("?")
     context: dict[str, Any] = {
         "accountId": ACCOUNT,
         "apiId": "local",
@@ -411,16 +418,19 @@ def api_event(
     }
     if caller is not None:
         context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{caller}"}}
-    return {
+    event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": f"{method} {path}",
         "rawPath": path,
-        "rawQueryString": "",
+        "rawQueryString": query,
         "headers": {"content-type": "application/json", **{k.lower(): v for k, v in (headers or {}).items()}},
         "requestContext": context,
         "body": body,
         "isBase64Encoded": is_base64,
     }
+    if query:
+        event["queryStringParameters"] = dict(parse_qsl(query, keep_blank_values=True))
+    return event
 
 
 def s3_put_event(

@@ -54,6 +54,21 @@ def test_happy_path_prompt_to_mp4_and_one_event(pipeline):
     }
 
 
+def test_job_image_ready_is_published_once_as_soon_as_the_image_is_stored(pipeline):
+    """Before the video is rendered, a consumer has the still: S3 URI and a presigned URL, event_type attribute."""
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    [ready] = pipeline.consumer_events(progress=True)  # the video is not rendered yet: no terminal event
+    assert ready["event_type"] == "job.image_ready" and ready["job_id"] == job_id
+    assert ready["_attributes"] == {"event_type": "job.image_ready", "status": "generating_image", "version": "1"}
+    assert ready["artifacts"]["image"]["s3_uri"] == f"s3://{pipeline.artifacts_bucket}/jobs/{job_id}/image.png"
+    assert ready["artifacts"]["image"]["url"].startswith("https://") and ready["status"] == "generating_image"
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    events = pipeline.consumer_events(progress=True)
+    assert [e["event_type"] for e in events] == ["job.succeeded"], "job.image_ready once, then the terminal event"
+
+
 def test_image_endpoint_recovers_within_its_retries(pipeline):
     pipeline.image_endpoint.failures = 1
     job_id = submit(pipeline)

@@ -49,3 +49,25 @@ def test_scale_to_zero_rare_jobs_pay_provisioning_and_idle_tail():
     assert res.cold_fraction > 0.9
     assert res.mean_wait == pytest.approx(600.0, rel=0.05)
     assert res.billed_fraction == pytest.approx(rate * (500.0 + 9.4 + 900.0), rel=0.15)
+
+
+def test_batch_model_defaults_match_the_template():
+    import yaml
+
+    from bench.capacity import BATCH_IN_FLIGHT, REPO
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    template = yaml.load((REPO / "template.yaml").read_text(), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+    assert template["Parameters"]["BatchMaxInFlightJobs"]["Default"] == BATCH_IN_FLIGHT
+
+
+def test_a_batch_through_one_slot_is_sequential():
+    from bench.capacity import simulate_batch
+
+    result = simulate_batch(200, 1, 1, 4.0, 1, 9.0, overhead_s=1.0, video_ready_at=[0.0], seed=1, idle_timeout=0)
+    assert result.makespan == pytest.approx(200 * 14.0, rel=0.02)
+    wide = simulate_batch(200, 50, 1, 4.0, 1, 9.0, overhead_s=1.0, video_ready_at=[0.0], seed=1, idle_timeout=0)
+    assert wide.makespan == pytest.approx(200 * 9.0, rel=0.03)  # the video pool is the bottleneck

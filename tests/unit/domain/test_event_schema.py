@@ -55,3 +55,20 @@ def test_a_rebuilt_event_is_the_same_event():
     first = build_job_event(job, EventArtifacts(), now())
     again = build_job_event(job, EventArtifacts(), now() + timedelta(minutes=3))
     assert first == again and first.occurred_at == "2026-11-29T12:00:20.000Z"
+
+
+def test_the_image_ready_schema_is_current_and_validates_the_event():
+    from omnireel.events import ArtifactLink, build_image_ready_event, sns_message_attributes
+    from scripts.write_event_schema import IMAGE_READY_SCHEMA_PATH, image_ready_schema
+
+    assert json.loads(Path(IMAGE_READY_SCHEMA_PATH).read_text()) == image_ready_schema()
+    job = _job(JobStatus.GENERATING_IMAGE, execution_name="0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11-abc")
+    link = ArtifactLink(
+        s3_uri="s3://b/jobs/x/image.png", url="https://b.s3.amazonaws.com/x", expires_at="2026-12-01T01:00:00Z"
+    )
+    event = build_image_ready_event(job, link, "2026-12-01T00:00:00.000Z")
+    jsonschema.Draft202012Validator(image_ready_schema()).validate(json.loads(event.model_dump_json()))
+    assert event.event_type == "job.image_ready" and event.status == "generating_image"
+    assert event.event_id == build_image_ready_event(job, link, "2026-12-01T00:00:09.000Z").event_id
+    assert event.event_id != build_job_event(_job(JobStatus.SUCCEEDED), EventArtifacts(), now()).event_id
+    assert sns_message_attributes(event)["event_type"]["StringValue"] == "job.image_ready"

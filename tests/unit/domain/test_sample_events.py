@@ -108,3 +108,13 @@ def test_workflow_ended_event_names_the_execution_of_its_job():
 
     detail = load("workflow_ended.json")["detail"]
     assert job_id_of_execution(detail["name"]) == json.loads(detail["input"])["job_id"]
+
+
+def test_webhook_delivery_event_carries_a_queued_job_event():
+    from aws_lambda_powertools.utilities.parser.models import SqsModel
+
+    from omnireel.webhooks import parse_queued
+
+    parsed = parse(event=load("webhook_delivery_sqs.json"), model=SqsModel)
+    queued = parse_queued(parsed.Records[0].body)
+    assert queued.url.startswith("https://") and queued.event_type == "job.succeeded" and queued.job_id

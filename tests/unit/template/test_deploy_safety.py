@@ -83,13 +83,18 @@ def test_video_min_capacity_may_never_exceed_max(sam: dict[str, Any]) -> None:
             assert bool(problems) == (minimum > maximum), (minimum, maximum, problems)
 
 
+def test_rules_reference_only_parameters(sam: dict[str, Any]) -> None:
+    """Pseudo parameters (AWS::Region...) in Rules are not documented as supported: a rule that CloudFormation could
+    not evaluate would break every deploy. Region-dependent checks live in `omnireel preflight` instead."""
+    refs = re.findall(r"'Ref': '([^']+)'", str(sam["Rules"]))
+    assert refs and all(ref in sam["Parameters"] for ref in refs), refs
+
+
 def test_pinned_image_needs_a_mapped_region_or_dlc_image_uri(sam: dict[str, Any]) -> None:
-    assert any("DlcImageUri" in p for p in refused(sam, region="ap-southeast-5", EnableVoice="false"))
+    report = preflight.run("omnireel-dev", "ap-southeast-5", {"EnableVoice": "false"})
+    assert not report.ok and "set DlcImageUri" in report.render()
     uri = "111122223333.dkr.ecr.ap-southeast-5.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"
-    assert refused(sam, region="ap-southeast-5", EnableVoice="false", DlcImageUri=uri) == []
-    mapped = set(sam["Mappings"]["DlcRegistry"])
-    (rule,) = sam["Rules"]["PinnedDlcImageNeedsAMappedRegion"]["Assertions"]
-    assert set(rule["Assert"]["Fn::Contains"][0]) == mapped  # the rule and the mapping name the same regions
+    assert preflight.run("omnireel-dev", "ap-southeast-5", {"EnableVoice": "false", "DlcImageUri": uri}).ok
 
 
 @pytest.mark.parametrize("pools", ["ml.g6.xlarge,,ml.g5.xlarge", ",ml.g6.xlarge"])
@@ -205,7 +210,10 @@ def test_docs_say_what_each_parameter_change_does(sam: dict[str, Any]) -> None:
     text = (ROOT / "docs" / "operations.md").read_text()
     section = text.split("## What a parameter change does to a live stack", 1)[1].split("\n## ", 1)[0]
     for name in sam["Parameters"]:
-        assert f"`{name}`" in section, f"{name} is not in the parameter-change table"
+        assert f"`{name}`" in section, (
+            f"parameter {name}: add it to the table in docs/operations.md, 'What a parameter change does to a live "
+            "stack' (what an update of it does: in place, new executions only, replacement...; issue 16)"
+        )
 
 
 # ---------------------------------------------------------------- 4. logs
@@ -252,17 +260,26 @@ def test_data_resources_are_retained_by_profile(sam: dict[str, Any]) -> None:
 
 def test_destroy_keeps_retained_data_and_empties_only_a_dev_stack() -> None:
     import boto3
-    from moto import mock_aws
+    from botocore.stub import Stubber
 
     from scripts.destroy_stack import retains_data
 
-    body = {"Parameters": {"RetainData": {"Type": "String"}}, "Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}
-    with mock_aws():
-        cfn = boto3.client("cloudformation", region_name="us-east-1")
-        for stack, retain in (("prod", "true"), ("dev", "false")):
-            cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body),
-                             Parameters=[{"ParameterKey": "RetainData", "ParameterValue": retain}])  # fmt: skip
-        cfn.create_stack(StackName="old", TemplateBody=json.dumps({"Resources": body["Resources"]}))
+    cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(cfn)
+    created = "2026-12-01T00:00:00Z"
+    for stack, parameters in (
+        ("prod", [{"ParameterKey": "RetainData", "ParameterValue": "true"}]),
+        ("dev", [{"ParameterKey": "RetainData", "ParameterValue": "false"}]),
+        ("old", []),  # deployed before RetainData existed: its resources had the Delete default
+    ):
+        answer = {
+            "StackName": stack,
+            "CreationTime": created,
+            "StackStatus": "CREATE_COMPLETE",
+            "Parameters": parameters,
+        }
+        stubber.add_response("describe_stacks", {"Stacks": [answer]}, {"StackName": stack})
+    with stubber:
         assert (retains_data(cfn, "prod"), retains_data(cfn, "dev"), retains_data(cfn, "old")) == (True, False, False)
 
 
@@ -275,3 +292,51 @@ def test_operations_gives_a_reason_for_every_pool_member(sam: dict[str, Any]) ->
             row = next((line for line in section.splitlines() if f"`{instance_type}`" in line), "")
             assert re.search(r"\d+ GB", row), f"{instance_type}: no memory reason in the pools table"
     assert "ml.g4dn.xlarge" not in sam["Parameters"]["ImageInstanceTypes"]["Default"]
+
+
+def test_the_transformed_template_has_no_dependency_cycle() -> None:
+    """CloudFormation refuses a template with circular dependencies only when the stack is created (cfn-lint on the
+    SAM template does not see the ones SAM adds, e.g. a bucket's notification permission). An endpoint that depended
+    on the inbox bucket would close one: bucket -> inbox function -> state machine -> generate_image -> endpoint."""
+    from omnireel_local.provision import transform
+
+    _, cfn, _ = transform("omnireel-cycles", "us-east-1")
+    resources = cfn["Resources"]
+
+    def refs(node: Any, out: set[str]) -> set[str]:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "Ref" and value in resources:
+                    out.add(value)
+                elif key == "Fn::GetAtt":
+                    out.add(value[0] if isinstance(value, list) else value.split(".")[0])
+                elif key == "Fn::Sub":
+                    text = value if isinstance(value, str) else value[0]
+                    out.update(m for m in re.findall(r"\$\{([A-Za-z0-9]+)[.}]", text) if m in resources)
+                    refs(value, out)
+                else:
+                    refs(value, out)
+        elif isinstance(node, list):
+            for item in node:
+                refs(item, out)
+        return out
+
+    graph = {}
+    for logical, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        graph[logical] = refs(resource.get("Properties", {}), set()) | set(
+            [depends] if isinstance(depends, str) else depends
+        )
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            assert state.get(nxt) != 1, f"dependency cycle: {' -> '.join([*trail, node, nxt])}"
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for logical in graph:
+        if logical not in state:
+            visit(logical, [])

@@ -210,14 +210,25 @@ def test_voice_network_mistakes_are_found_before_deploying(aws: Any) -> None:
 
 def test_smoke_checks_the_tag_a_deployed_stack_uses(aws: Any) -> None:
     _push(aws, "vllm", "omni-sagemaker-cuda-v1.6")
-    template = {"Parameters": {"DlcImageUri": {"Type": "String"}}, "Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}
-    cfn = aws("cloudformation")
-    for name, uri in (("good", LOCAL_DLC), ("stale", LOCAL_DLC.replace("v1.6", "v1.4"))):
-        cfn.create_stack(StackName=name, TemplateBody=json.dumps(template),
-                         Parameters=[{"ParameterKey": "DlcImageUri", "ParameterValue": uri}])  # fmt: skip
-    session = boto3.Session(region_name=REGION)
-    assert preflight.deployed_image_report(session, "good", load_template()).ok
-    stale = preflight.deployed_image_report(session, "stale", load_template())
+
+    class Session:  # the deployed stack's session: its CloudFormation answer stubbed, ECR from the local AWS
+        region_name = REGION
+
+        def __init__(self, uri: str) -> None:
+            self.cfn = boto3.client(
+                "cloudformation", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+            )
+            stubber = Stubber(self.cfn)
+            stack = {"StackName": "s", "CreationTime": "2026-12-01T00:00:00Z", "StackStatus": "UPDATE_COMPLETE",
+                     "Parameters": [{"ParameterKey": "DlcImageUri", "ParameterValue": uri}]}  # fmt: skip
+            stubber.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "s"})
+            stubber.activate()
+
+        def client(self, service: str) -> Any:
+            return self.cfn if service == "cloudformation" else aws(service)
+
+    assert preflight.deployed_image_report(Session(LOCAL_DLC), "s", load_template()).ok
+    stale = preflight.deployed_image_report(Session(LOCAL_DLC.replace("v1.6", "v1.4")), "s", load_template())
     assert not stale.ok and "v1.4" in stale.findings[0].detail
 
 

@@ -492,8 +492,7 @@ def test_open_jobs_index_is_sparse_and_the_sweeper_may_only_query_it(sam: dict[s
     from omnireel.aws.job_store import OPEN_JOBS_INDEX
 
     table = props(cfn, "JobsTable")
-    (index,) = table["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == OPEN_JOBS_INDEX
+    (index,) = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == OPEN_JOBS_INDEX]
     assert index["KeySchema"] == [
         {"AttributeName": "open_shard", "KeyType": "HASH"},
         {"AttributeName": "created_at", "KeyType": "RANGE"},
@@ -512,6 +511,77 @@ def test_open_jobs_index_is_sparse_and_the_sweeper_may_only_query_it(sam: dict[s
     (rule,) = [r for r in of_type(cfn, "AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
     assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["FailOverdueJobsFunction", "Arn"]}
+
+
+def test_listing_reads_only_the_owner_index_and_never_scans(cfn: dict[str, Any]) -> None:
+    from omnireel.aws.job_store import OWNER_JOBS_INDEX
+
+    (index,) = [i for i in props(cfn, "JobsTable")["GlobalSecondaryIndexes"] if i["IndexName"] == OWNER_JOBS_INDEX]
+    assert index["KeySchema"] == [
+        {"AttributeName": "owner", "KeyType": "HASH"},
+        {"AttributeName": "created_at", "KeyType": "RANGE"},
+    ]
+    statements = [
+        s for policy in props(cfn, "ApiFunctionRole")["Policies"] for s in policy["PolicyDocument"]["Statement"]
+    ]
+    queries = [s for s in statements if "dynamodb:Query" in _actions(s)]
+    assert [q["Resource"] for q in queries] == [{"Fn::Sub": "${JobsTable.Arn}/index/owner-jobs"}]
+    assert not any("dynamodb:Scan" in _actions(s) for s in statements)
+    (stop,) = [s for s in statements if "states:StopExecution" in _actions(s)]
+    assert ":execution:${PipelineStateMachine.Name}:*" in stop["Resource"]["Fn::Sub"]
+
+
+def test_webhook_retries_last_over_a_day_then_reach_the_dead_letter_queue(
+    sam: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    from omnireel.webhook_delivery import retry_span_s
+
+    queue = props(cfn, "WebhookQueue")
+    attempts = queue["RedrivePolicy"]["maxReceiveCount"]
+    env = props(cfn, "WebhookDeliveryFunction")["Environment"]["Variables"]
+    assert int(env["WEBHOOK_MAX_ATTEMPTS"]) == attempts
+    base = int(sam["Parameters"]["WebhookRetryBaseSeconds"]["Default"])
+    span = retry_span_s(base, attempts)
+    assert span >= 86400, "webhook retries must last at least 24 hours"
+    assert queue["MessageRetentionPeriod"] > span + 3600, "the queue must keep a message through its whole schedule"
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]}
+    assert queue["VisibilityTimeout"] >= props(cfn, "WebhookDeliveryFunction")["Timeout"]
+    assert sam["Parameters"]["WebhookAllowLoopbackHttp"]["Default"] == "false"
+
+
+def test_generate_image_may_publish_job_image_ready_to_the_job_events_topic_only(cfn: dict[str, Any]) -> None:
+    statements = [
+        s
+        for policy in props(cfn, "GenerateImageFunctionRole")["Policies"]
+        for s in policy["PolicyDocument"]["Statement"]
+    ]
+    (publish,) = [s for s in statements if "sns:Publish" in _actions(s)]
+    assert publish["Resource"] == {"Ref": "JobEventsTopic"}
+    env = props(cfn, "GenerateImageFunction")["Environment"]["Variables"]
+    assert env["JOB_EVENTS_TOPIC_ARN"] == {"Ref": "JobEventsTopic"}
+
+
+def test_only_events_with_a_webhook_reach_the_webhook_queue(cfn: dict[str, Any]) -> None:
+    subscription = props(cfn, "WebhookSubscription")
+    assert subscription["TopicArn"] == {"Ref": "JobEventsTopic"} and subscription["Protocol"] == "sqs"
+    assert subscription["FilterPolicyScope"] == "MessageAttributes"
+    assert subscription["FilterPolicy"] == {"webhook": [{"exists": True}]}
+    (statement,) = props(cfn, "WebhookQueuePolicy")["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "sns.amazonaws.com"}
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Ref": "JobEventsTopic"}}}
+
+
+def test_the_webhook_delivery_role_is_least_privilege(cfn: dict[str, Any]) -> None:
+    statements = [
+        s
+        for policy in props(cfn, "WebhookDeliveryFunctionRole")["Policies"]
+        for s in policy["PolicyDocument"]["Statement"]
+    ]
+    actions = sorted(a for s in statements for a in _actions(s))
+    assert not [a for a in actions if a.endswith("*")]
+    assert "sqs:SendMessage" not in actions and "dynamodb:PutItem" not in actions
+    secret = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
+    assert [s["Resource"] for s in secret] == [{"Ref": "WebhookSigningSecret"}]
 
 
 @pytest.mark.parametrize("function", ["ApiFunction", "InboxFunction", "FailOverdueJobsFunction"])

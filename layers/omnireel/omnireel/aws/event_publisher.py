@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
+from omnireel.batch_events import BatchEvent
 from omnireel.errors import PublishFailed
-from omnireel.events import EVENT_SOURCE, JobEvent, sns_message_attributes
+from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
 
 
 class EventPublisher:
     def __init__(self, topic_arn: str, event_bus_name: str = "default"):
         self.topic_arn = topic_arn
         self.event_bus_name = event_bus_name
-        self._sns = client("sns")
-        self._events = client("events")
 
-    def publish(self, event: JobEvent) -> None:
+    # Created on first use: a function that publishes only on some paths (the API: DELETE /jobs/{id}) does not pay
+    # for two clients in every cold start.
+    @cached_property
+    def _sns(self) -> Any:
+        return client("sns")
+
+    @cached_property
+    def _events(self) -> Any:
+        return client("events")
+
+    def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
         body = event.model_dump_json()
         try:
             self._sns.publish(
@@ -37,7 +49,8 @@ class EventPublisher:
                 ]
             )
         except (ClientError, BotoCoreError) as exc:
-            raise PublishFailed(f"could not publish {event.event_type} for job {event.job_id}: {exc}") from exc
+            subject = f"job {event.job_id}" if isinstance(event, JobEvent) else f"batch {event.batch_id}"
+            raise PublishFailed(f"could not publish {event.event_type} for {subject}: {exc}") from exc
         if result.get("FailedEntryCount"):
             entry = result["Entries"][0]
             raise PublishFailed(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage')}")

@@ -36,10 +36,13 @@ class InboxStore:
     def __init__(self):
         self._s3 = client("s3")
 
-    def read(self, bucket: str, key: str, max_bytes: int, version: SourceVersion) -> bytes:
-        """Read at most ``max_bytes`` + 1 bytes (enough to tell that a file is too large) of exactly ``version``."""
+    def read(self, bucket: str, key: str, max_bytes: int, version: SourceVersion, offset: int = 0) -> bytes:
+        """Read at most ``max_bytes`` + 1 bytes (enough to tell that a file is too large) of exactly ``version``,
+        from byte ``offset`` (a batch file is read in steps; past the end is b"")."""
         try:
-            response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{max_bytes}", **pinned(version))
+            response = self._s3.get_object(
+                Bucket=bucket, Key=key, Range=f"bytes={offset}-{offset + max_bytes}", **pinned(version)
+            )
         except ClientError as exc:
             code = exc.response["Error"]["Code"]
             if code == "InvalidRange":  # an empty object has no byte 0

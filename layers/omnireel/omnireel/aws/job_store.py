@@ -42,6 +42,9 @@ def _from_item(item: dict[str, Any]) -> Job:
 # Sparse global secondary index of the jobs that are not terminal yet (template.yaml: JobsTable): only items that
 # carry ``open_shard`` are in it, and the terminal transition removes the attribute.
 OPEN_JOBS_INDEX = "open-jobs"
+# Jobs per API caller, newest first (template.yaml: JobsTable): jobs from dropped files have no owner and are not in it.
+OWNER_JOBS_INDEX = "owner-jobs"
+_LIST_PAGES = 10  # queries per listing page when a status filter skips items: bounded work per request
 
 
 class JobStore:
@@ -138,6 +141,38 @@ class JobStore:
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
+    def list_owned(
+        self, owner: str, status: JobStatus | None, limit: int, start: tuple[str, str] | None
+    ) -> tuple[list[Job], tuple[str, str] | None]:
+        """Up to ``limit`` of ``owner``'s jobs after ``start`` ((created_at, job_id) of the last position seen), newest
+        first, and the position to continue from (None: no more). With a status filter a page can come back short:
+        each request makes at most ``_LIST_PAGES`` queries."""
+        names = {"#owner": "owner"}
+        values: dict[str, Any] = {":owner": owner}
+        kwargs: dict[str, Any] = {
+            "IndexName": OWNER_JOBS_INDEX,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = "#status = :status"
+            names["#status"], values[":status"] = "status", status.value
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = {"owner": owner, "created_at": start[0], "job_id": start[1]}
+        found: list[Job] = []
+        for _ in range(_LIST_PAGES):
+            page = self._table.query(Limit=limit - len(found), **kwargs)
+            found += [_from_item(item) for item in page.get("Items", [])]
+            last = page.get("LastEvaluatedKey")
+            if last is None:
+                return found, None
+            if len(found) >= limit:
+                return found, (found[-1].created_at, found[-1].job_id)
+            kwargs["ExclusiveStartKey"] = last
+        return found, (last["created_at"], last["job_id"])
+
     def set_fields(self, job_id: str, **fields: Any) -> Job:
         """Record fields (artifacts, async invocation, task token) without changing the status."""
         names = {f"#f{i}": name for i, name in enumerate(fields)}
@@ -162,6 +197,34 @@ class JobStore:
             ExpressionAttributeNames={"#name": name},
             ExpressionAttributeValues={":uri": uri, ":now": iso(now())},
         )
+
+    def record_webhook_attempt(self, job_id: str, event_type: str, state: dict[str, Any]) -> None:
+        """Store the delivery state of ``event_type`` (records written before webhooks get the map first)."""
+        key = {"job_id": job_id}
+        try:
+            self._table.update_item(
+                Key=key,
+                UpdateExpression="SET webhook_deliveries.#type = :state",
+                ConditionExpression="attribute_exists(job_id) AND attribute_exists(webhook_deliveries)",
+                ExpressionAttributeNames={"#type": event_type},
+                ExpressionAttributeValues={":state": state},
+            )
+            return
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        try:
+            self._table.update_item(
+                Key=key,
+                UpdateExpression="SET webhook_deliveries = :map",
+                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(webhook_deliveries)",
+                ExpressionAttributeValues={":map": {event_type: state}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if self.find(job_id) is not None:  # the map appeared meanwhile: set the entry
+                self.record_webhook_attempt(job_id, event_type, state)
 
     def task_token(self, job_id: str) -> str | None:
         item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True, ProjectionExpression="task_token").get(

@@ -50,6 +50,20 @@ class Workflow:
             f"execution name {name} is taken by an execution with another input ({existing.get('status')})"
         )
 
+    def stop(self, name: str, cause: str) -> bool:
+        """Stop the execution ``name`` (error ``JobCancelled``); False if it does not exist or has already ended.
+
+        Stopping ends the execution ``ABORTED``: a Lambda step already running finishes its invocation, and a
+        SageMaker async request already queued still runs (it has no cancel).
+        """
+        try:
+            self._sfn.stop_execution(executionArn=self.execution_arn(name), error="JobCancelled", cause=cause[:32768])
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("ExecutionDoesNotExist", "ExecutionNotRunning"):
+                return False
+            raise
+
     def started(self, job_id: str, name: str) -> bool:
         """Did the job's execution ``name`` start (it exists, with this job's input)?"""
         try:

@@ -1,0 +1,43 @@
+"""SQS (terminal job events of batch jobs, from the job-events topic) -> batch counts; the last one completes the
+batch (manifest + ``batch.completed``). Partial batch responses: a failed event is retried alone; counting is
+idempotent per line (``omnireel.batch_progress``)."""
+
+import json
+
+from aws_lambda_powertools.utilities.data_classes import SQSEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_store import BatchStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.batch_progress import Progress
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.settings import BatchProgressSettings
+
+settings = BatchProgressSettings.from_env()
+progress = Progress(
+    store=BatchStore(settings.batches_table, settings.job_ttl_days),
+    artifacts=ArtifactStore(settings.artifacts_bucket),
+    publisher=EventPublisher(settings.job_events_topic_arn, settings.event_bus_name),
+    presign_seconds=settings.presign_seconds,
+)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_source(data_class=SQSEvent)
+def handler(event: SQSEvent, context: LambdaContext) -> dict:
+    failures = []
+    for record in event.records:
+        try:
+            body = json.loads(record.body)
+            if "Message" in body and "TopicArn" in body:  # an SNS envelope (subscription without raw delivery)
+                body = json.loads(body["Message"])
+            completed = progress.record(body)
+            if completed is not None:
+                metrics.add_metric(name="batches_completed", unit=MetricUnit.Count, value=1)
+        except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
+            logger.exception("batch progress event failed; it will be retried", extra={"message_id": record.message_id})
+            failures.append({"itemIdentifier": record.message_id})
+    return {"batchItemFailures": failures}

@@ -1,0 +1,66 @@
+"""SQS (batch queue) -> the fan-out: ``split`` steps of a dropped .jsonl file and chunks of ``lines`` -> jobs.
+
+Partial batch responses: a message that fails is reported in ``batchItemFailures`` and comes back after the queue's
+visibility timeout (then to its dead-letter queue after ``maxReceiveCount``); the others are deleted. Every step is
+idempotent (``omnireel.batch_fanout``), so a redelivered message never makes a line's job twice. Concurrency is the
+event source mapping's ``MaximumConcurrency`` (template: BatchSubmitConcurrency); the in-flight bound is
+``BATCH_MAX_IN_FLIGHT_JOBS`` (template: BatchMaxInFlightJobs).
+"""
+
+import json
+
+from aws_lambda_powertools.utilities.data_classes import SQSEvent, event_source
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import BatchStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_store import InboxStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.batch import Line
+from omnireel.batch_fanout import Fanout
+from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.settings import BatchSettings
+
+settings = BatchSettings.from_env()
+fanout = Fanout(
+    store=BatchStore(settings.batches_table, settings.job_ttl_days),
+    queue=BatchQueue(settings.batch_queue_url),
+    inbox=InboxStore(),
+    jobs=JobStore(settings.jobs_table, settings.job_ttl_days),
+    workflow=Workflow(settings.state_machine_arn),
+    artifacts=ArtifactStore(settings.artifacts_bucket),
+    publisher=EventPublisher(settings.job_events_topic_arn, settings.event_bus_name),
+    presign_seconds=settings.presign_seconds,
+    default_video_steps=settings.default_video_steps,
+    max_in_flight=settings.batch_max_in_flight_jobs,
+    retry_base_s=settings.batch_retry_base_seconds,
+)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_source(data_class=SQSEvent)
+def handler(event: SQSEvent, context: LambdaContext) -> dict:
+    failures = []
+    for record in event.records:
+        try:
+            body = json.loads(record.body)
+            if body["kind"] == "split":
+                redelivered = int(record.attributes.approximate_receive_count or 1) > 1
+                fanout.split_step(body["batch_id"], int(body["offset"]), int(body["line"]), redelivered=redelivered)
+            elif body["kind"] == "lines":
+                lines = [Line.from_message(item) for item in body["lines"]]
+                outcome = fanout.submit_lines(body["batch_id"], lines, int(body.get("attempt", 0)))
+                for name, count in outcome.items():
+                    if count:
+                        metrics.add_metric(name=f"batch_lines_{name}", unit=MetricUnit.Count, value=count)
+            else:
+                logger.error("unknown batch work item", extra={"kind": body.get("kind")})
+        except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
+            logger.exception("batch work item failed; it will be retried", extra={"message_id": record.message_id})
+            failures.append({"itemIdentifier": record.message_id})
+    return {"batchItemFailures": failures}

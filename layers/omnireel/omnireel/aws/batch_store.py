@@ -1,0 +1,310 @@
+"""The batches table: one record per batch, one item per line, and the in-flight counter, all race-safe.
+
+Keys (``batch_id``, ``item``): the batch record is ``item = "batch"``, a line is ``item = "line#00042"``, and the
+stack-wide count of batch jobs in flight is the item (``#in-flight``, ``#in-flight``). Every count changes in one
+DynamoDB transaction with the line item whose condition makes the change happen once: a line is submitted once
+(``attribute_not_exists(submitted)``) and counted terminal once (``attribute_not_exists(terminal)``), so a retried
+message or a duplicate terminal event never counts twice and never releases an in-flight slot twice.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from boto3.dynamodb.types import TypeSerializer
+from botocore.exceptions import ClientError
+from pydantic import BaseModel, Field
+
+from omnireel.aws.clients import client, table
+from omnireel.batch_events import BatchCounts
+from omnireel.job import SourceVersion, iso, now
+
+BATCH_ITEM = "batch"
+IN_FLIGHT = "#in-flight"
+TERMINAL_COUNTERS = {"succeeded", "failed", "cancelled"}
+_CONFLICT_RETRIES = 8
+_serializer = TypeSerializer()
+
+
+class Batch(BaseModel):
+    batch_id: str
+    source: str
+    source_version: SourceVersion | None = None
+    owner: str | None = None
+    natural_key: str
+    fingerprint: str | None = None
+    created_at: str
+    updated_at: str
+    total: int
+    accepted: int = 0
+    rejected: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    terminal: int = 0
+    size: int | None = Field(default=None, description="bytes of the dropped file (the splitter's end)")
+    split_offset: int = 0
+    split_line: int = 0
+    split_done: bool = False
+    completed_at: str | None = None
+    manifest_uri: str | None = None
+    event_published_at: str | None = None
+    expires_at: int | None = None
+
+    @property
+    def status(self) -> str:
+        return "completed" if self.event_published_at else "running"
+
+    def counts(self) -> BatchCounts:
+        return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.model_fields})
+
+
+def line_item(line: int) -> str:
+    return f"line#{line:05d}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _typed(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in values.items()}
+
+
+class BatchStore:
+    def __init__(self, table_name: str, ttl_days: int = 30):
+        self._name = table_name
+        self._ttl_seconds = ttl_days * 86400
+
+    @cached_property
+    def _table(self):
+        return table(self._name)
+
+    @cached_property
+    def _ddb(self):
+        return client("dynamodb")
+
+    def _key(self, batch_id: str, item: str) -> dict[str, Any]:
+        return {"batch_id": {"S": batch_id}, "item": {"S": item}}
+
+    # ------------------------------------------------------------ batch record
+    def create(self, batch: Batch) -> tuple[Batch, bool]:
+        batch = batch.model_copy(update={"expires_at": int(time.time()) + self._ttl_seconds})
+        item = {**batch.model_dump(mode="json", exclude_none=True), "item": BATCH_ITEM}
+        try:
+            self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(batch_id)")
+            return batch, True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        found = self.find(batch.batch_id)
+        assert found is not None
+        return found, False
+
+    def find(self, batch_id: str) -> Batch | None:
+        item = self._table.get_item(Key={"batch_id": batch_id, "item": BATCH_ITEM}, ConsistentRead=True).get("Item")
+        return Batch.model_validate(_plain(item)) if item else None
+
+    def advance_split(self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool) -> bool:
+        """Checkpoint the splitter: move the cursor from ``offset`` (only if it is still there) to ``to_offset``."""
+        try:
+            self._table.update_item(
+                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+                UpdateExpression="SET split_offset = :to, split_line = :line, split_done = :done, updated_at = :now",
+                ConditionExpression="split_offset = :from AND split_done = :false",
+                ExpressionAttributeValues={
+                    ":to": to_offset, ":line": to_line, ":done": done, ":now": iso(now()), ":from": offset,
+                    ":false": False,
+                },
+            )  # fmt: skip
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+
+    # ------------------------------------------------------------ lines
+    def line(self, batch_id: str, line: int) -> dict[str, Any] | None:
+        item = self._table.get_item(Key={"batch_id": batch_id, "item": line_item(line)}, ConsistentRead=True)
+        return _plain(item["Item"]) if "Item" in item else None
+
+    def lines(self, batch_id: str) -> Iterator[dict[str, Any]]:
+        """Every line item, in line order (paged)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "batch_id = :b AND begins_with(#item, :line)",
+            "ExpressionAttributeNames": {"#item": "item"},
+            "ExpressionAttributeValues": {":b": batch_id, ":line": "line#"},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._table.query(**kwargs)
+            for item in page.get("Items", []):
+                yield _plain(item)
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def submit_line(self, batch_id: str, line: int, job_id: str, *, accepted: bool, max_in_flight: int | None) -> bool:
+        """Record the line as submitted (accepted or rejected) and count it, once. An accepted line takes one of the
+        ``max_in_flight`` slots in the same transaction. False: the line was already submitted, or (accepted) no
+        slot is free; ``line()`` tells which."""
+        stamp = iso(now())
+        state = "accepted" if accepted else "rejected"
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._name,
+                    "Key": self._key(batch_id, line_item(line)),
+                    "UpdateExpression": "SET submitted = :s, job_id = :j, line = :n, submitted_at = :now, "
+                    "expires_at = :exp",
+                    "ConditionExpression": "attribute_not_exists(submitted)",
+                    "ExpressionAttributeValues": _typed(
+                        {":s": state, ":j": job_id, ":n": line, ":now": stamp, ":exp": self._expiry()}
+                    ),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._name,
+                    "Key": self._key(batch_id, BATCH_ITEM),
+                    "UpdateExpression": f"ADD {state} :one SET updated_at = :now",
+                    "ConditionExpression": "attribute_exists(batch_id)",
+                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp}),
+                }
+            },
+        ]
+        if accepted and max_in_flight is not None:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._name,
+                        "Key": self._key(IN_FLIGHT, IN_FLIGHT),
+                        "UpdateExpression": "ADD in_flight :one",
+                        "ConditionExpression": "attribute_not_exists(in_flight) OR in_flight < :max",
+                        "ExpressionAttributeValues": _typed({":one": 1, ":max": max_in_flight}),
+                    }
+                }
+            )
+        return self._transact(items)
+
+    def record_terminal(
+        self,
+        batch_id: str,
+        line: int,
+        *,
+        job_id: str,
+        status: str,
+        video: str | None,
+        error: str | None,
+        release_slot: bool,
+    ) -> bool:
+        """Count the line's job as terminal (``status``: succeeded | failed | cancelled) once; release its in-flight
+        slot in the same transaction. False: it was already counted (a duplicate event)."""
+        if status not in TERMINAL_COUNTERS:
+            raise ValueError(f"not a terminal status: {status}")
+        stamp = iso(now())
+        values: dict[str, Any] = {":t": status, ":j": job_id, ":n": line, ":now": stamp, ":exp": self._expiry()}
+        sets = "terminal = :t, job_id = :j, line = :n, terminal_at = :now, expires_at = :exp"
+        if video:
+            sets += ", video = :v"
+            values[":v"] = video
+        if error:
+            sets += ", error_message = :e"
+            values[":e"] = error[:500]
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._name,
+                    "Key": self._key(batch_id, line_item(line)),
+                    "UpdateExpression": f"SET {sets}",
+                    "ConditionExpression": "attribute_not_exists(terminal)",
+                    "ExpressionAttributeValues": _typed(values),
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._name,
+                    "Key": self._key(batch_id, BATCH_ITEM),
+                    "UpdateExpression": f"ADD {status} :one, terminal :one SET updated_at = :now",
+                    "ConditionExpression": "attribute_exists(batch_id)",
+                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp}),
+                }
+            },
+        ]
+        if release_slot:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._name,
+                        "Key": self._key(IN_FLIGHT, IN_FLIGHT),
+                        "UpdateExpression": "ADD in_flight :minus",
+                        "ExpressionAttributeValues": _typed({":minus": -1}),
+                    }
+                }
+            )
+        return self._transact(items)
+
+    def in_flight(self) -> int:
+        item = self._table.get_item(Key={"batch_id": IN_FLIGHT, "item": IN_FLIGHT}, ConsistentRead=True).get("Item")
+        return int(item.get("in_flight", 0)) if item else 0
+
+    # ------------------------------------------------------------ completion
+    def claim_completion(self, batch_id: str, manifest_uri: str) -> bool:
+        """Mark the batch completed, once, when every line is terminal. False: not yet, or already claimed."""
+        try:
+            self._table.update_item(
+                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+                UpdateExpression="SET completed_at = :now, manifest_uri = :m, updated_at = :now",
+                ConditionExpression="attribute_not_exists(completed_at) AND #terminal = #total",
+                ExpressionAttributeNames={"#terminal": "terminal", "#total": "total"},
+                ExpressionAttributeValues={":now": iso(now()), ":m": manifest_uri},
+            )
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+
+    def mark_published(self, batch_id: str) -> None:
+        self._table.update_item(
+            Key={"batch_id": batch_id, "item": BATCH_ITEM},
+            UpdateExpression="SET event_published_at = :now",
+            ExpressionAttributeValues={":now": iso(now())},
+        )
+
+    # ------------------------------------------------------------ internals
+    def _expiry(self) -> int:
+        return int(time.time()) + self._ttl_seconds
+
+    def _transact(self, items: list[dict[str, Any]]) -> bool:
+        """True if the transaction applied; False if a condition failed. Conflicts with a concurrent transaction on
+        the same items (the batch record and the in-flight counter are hot) are retried with jittered backoff."""
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                self._ddb.transact_write_items(TransactItems=items)
+                return True
+            except ClientError as exc:
+                error = exc.response["Error"]
+                if error["Code"] not in {"TransactionCanceledException", "TransactionConflictException"}:
+                    raise
+                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                conflict = (
+                    error["Code"] == "TransactionConflictException"
+                    or "TransactionConflict" in reasons
+                    or (not reasons and "TransactionConflict" in error.get("Message", ""))
+                )
+                if not conflict:
+                    return False
+                time.sleep(random.uniform(0, 0.02 * 2**attempt))
+        raise RuntimeError(f"transaction still conflicting after {_CONFLICT_RETRIES} attempts")

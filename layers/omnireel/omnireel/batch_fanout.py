@@ -1,0 +1,165 @@
+"""The fan-out's two work items, as the BatchSubmit function runs them from the batch queue.
+
+``split``: read the next ``SPLIT_STEP_BYTES`` of the dropped file version, queue its lines as chunks, checkpoint the
+cursor on the batch record (conditionally: only the holder of the current cursor moves it) and queue the next step.
+No step runs long (a 10 MB file is at most ten steps), a step that dies is re-run from its checkpoint, and a re-run
+step only re-queues chunks (harmless: every line's job is idempotent).
+
+``lines``: each line goes through the single-job path (``parse_job_request_json`` + ``submit_job``); a bad line
+becomes one failed job (``reject_submission`` + ``finish_job``: a ``job.failed`` event) whose reason starts with
+``line N:``. Backpressure: an accepted line takes an in-flight slot (``BatchStore.submit_line``) before its job
+starts and gives it back when the job is terminal (``batch_progress``); with no slot free, the rest of the chunk is
+queued again with a delay that grows with each attempt, so at most ``max_in_flight`` batch jobs run at once.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import Batch, BatchStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_store import InboxStore
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.batch import MAX_FILE_BYTES, SPLIT_STEP_BYTES, Line, chunks, line_natural_key, split_lines
+from omnireel.bounded import bounded
+from omnireel.errors import InvalidRequest
+from omnireel.job import BatchRef, JobError, JobStatus, job_id_for
+from omnireel.observability import logger
+from omnireel.outcome import finish_job
+from omnireel.request import parse_job_request_json
+from omnireel.submission import reject_submission, submit_job
+
+MAX_RETRY_DELAY_S = 60
+
+
+@dataclass
+class Fanout:
+    store: BatchStore
+    queue: BatchQueue
+    inbox: InboxStore
+    jobs: JobStore
+    workflow: Workflow
+    artifacts: ArtifactStore
+    publisher: EventPublisher
+    presign_seconds: int
+    default_video_steps: int
+    max_in_flight: int
+    retry_base_s: int = 2
+
+    # ------------------------------------------------------------ split
+    def split_step(self, batch_id: str, offset: int, line: int, *, redelivered: bool) -> str:
+        batch = self._batch(batch_id)
+        if batch.split_done or batch.split_offset != offset:
+            # Someone holding this cursor already moved it. A redelivery of a step whose run died after its
+            # checkpoint but before queueing the next step re-queues that step (a duplicate is refused above).
+            if redelivered and not batch.split_done and batch.split_offset > offset:
+                self.queue.send_split(batch_id, batch.split_offset, batch.split_line)
+            return "stale"
+        bucket, key = batch.source.removeprefix("s3://").split("/", 1)  # the key as S3 named it (no unquoting)
+        assert batch.source_version is not None and batch.size is not None
+        window = self.inbox.read(bucket, key, SPLIT_STEP_BYTES - 1, batch.source_version, offset=offset)
+        final = offset + len(window) >= batch.size
+        lines, consumed, numbered = split_lines(window, line, final=final)
+        if consumed == 0 and not final:
+            # One line longer than a whole step (so longer than any valid line): read on to its end.
+            while b"\n" not in window and offset + len(window) < batch.size and len(window) <= MAX_FILE_BYTES:
+                window += self.inbox.read(
+                    bucket, key, SPLIT_STEP_BYTES - 1, batch.source_version, offset=offset + len(window)
+                )
+            end = window.find(b"\n")
+            lines, consumed, numbered = split_lines(window[: end + 1] if end >= 0 else window, line, final=True)
+        if lines:
+            self.queue.send_lines(batch_id, chunks(lines))
+        to_offset, to_line = offset + consumed, line + numbered
+        done = to_offset >= batch.size
+        if self.store.advance_split(batch_id, offset=offset, to_offset=to_offset, to_line=to_line, done=done):
+            if not done:
+                self.queue.send_split(batch_id, to_offset, to_line)
+            logger.info("batch split step", extra={"batch_id": batch_id, "lines": len(lines), "offset": to_offset})
+            return "done" if done else "continued"
+        return "stale"
+
+    # ------------------------------------------------------------ lines
+    def submit_lines(self, batch_id: str, lines: list[Line], attempt: int) -> dict[str, int]:
+        batch = self._batch(batch_id)
+        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0}
+        for index, line in enumerate(lines):
+            result = self._submit_line(batch, line)
+            if result == "deferred":
+                rest = lines[index:]
+                delay = min(MAX_RETRY_DELAY_S, self.retry_base_s * 2 ** min(attempt, 6))
+                delay = max(1, int(delay * random.uniform(0.5, 1.0)))
+                self.queue.send_lines(batch_id, [rest], attempt=attempt + 1, delay_s=delay)
+                outcome["deferred"] = len(rest)
+                logger.info(
+                    "batch backpressure: no in-flight slot",
+                    extra={"batch_id": batch_id, "deferred": len(rest), "delay_s": delay, "attempt": attempt},
+                )
+                break
+            outcome[result] += 1
+        return outcome
+
+    def _submit_line(self, batch: Batch, line: Line) -> str:
+        natural_key = line_natural_key(batch.natural_key, line.number)
+        job_id = job_id_for(natural_key)
+        ref = BatchRef(batch_id=batch.batch_id, line=line.number)
+        try:
+            if line.error:
+                raise InvalidRequest(line.error)
+            assert line.text is not None
+            request = parse_job_request_json(line.text, default_video_steps=self.default_video_steps)
+        except InvalidRequest as exc:
+            self.store.submit_line(batch.batch_id, line.number, job_id, accepted=False, max_in_flight=None)
+            job = reject_submission(
+                natural_key=natural_key,
+                source=batch.source,
+                source_version=batch.source_version,
+                owner=batch.owner,
+                batch=ref,
+                error=JobError(stage="accept", code=exc.code, message=bounded(f"line {line.number}: {exc.message}")),
+                jobs=self.jobs,
+            )
+            finish_job(
+                job.job_id,
+                JobStatus.FAILED,
+                step_error=None,
+                jobs=self.jobs,
+                artifacts=self.artifacts,
+                publisher=self.publisher,
+                presign_seconds=self.presign_seconds,
+            )
+            return "rejected"
+        recorded = self.store.line(batch.batch_id, line.number)
+        fresh = False
+        if recorded is None:
+            fresh = self.store.submit_line(
+                batch.batch_id, line.number, job_id, accepted=True, max_in_flight=self.max_in_flight
+            )
+            if not fresh:
+                recorded = self.store.line(batch.batch_id, line.number)
+                if recorded is None:
+                    return "deferred"
+        if recorded is not None and recorded.get("submitted") != "accepted":
+            return "already"
+        # Holding a slot (now or from an earlier run that died before the start): make sure the job runs.
+        submit_job(
+            request,
+            source=batch.source,
+            source_version=batch.source_version,
+            natural_key=natural_key,
+            owner=batch.owner,
+            batch=ref,
+            jobs=self.jobs,
+            workflow=self.workflow,
+        )
+        return "accepted" if fresh else "already"
+
+    def _batch(self, batch_id: str) -> Batch:
+        batch = self.store.find(batch_id)
+        if batch is None:
+            raise RuntimeError(f"no batch {batch_id}")
+        return batch

@@ -1,0 +1,208 @@
+"""SQS event source mappings for the local stack: Lambda's queue pollers, with batches and partial batch responses.
+
+moto 5.2.5 runs an SQS event source mapping inline: ``SendMessage`` itself invokes the function synchronously with
+the one message just sent, deletes it on success, and knows nothing of ``BatchSize`` windows, ``FunctionResponseTypes:
+ReportBatchItemFailures`` (partial batch responses) or ``ScalingConfig.MaximumConcurrency``. A producer's SendMessage
+would then block for the consumer's whole run, and a template's concurrency bound would not exist locally. AWS runs
+the mapping as a poller fleet owned by the Lambda service; this module is that fleet (``moto_patches`` patch 15
+detaches moto's inline delivery and hands each SQS mapping here).
+
+As on AWS:
+- the poller reads the queue as the function's execution role (``sqs:ReceiveMessage``/``DeleteMessage``/
+  ``GetQueueAttributes`` must be in the template, IAM is enforced);
+- at most ``MaximumConcurrency`` invocations run at once for the mapping (AWS's minimum 2; without the setting, the
+  local default is ``DEFAULT_CONCURRENCY``);
+- a batch is up to ``BatchSize`` messages (gathered over at most ``MaximumBatchingWindowInSeconds``);
+- a successful invocation deletes its messages, except those named in ``batchItemFailures`` when the mapping reports
+  item failures; a failed invocation deletes nothing, so its messages come back after the visibility timeout and end in
+  the queue's redrive (dead-letter) target after ``maxReceiveCount`` receives, which SQS itself enforces.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("omnireel_local.event_sources")
+
+DEFAULT_CONCURRENCY = 4
+RECEIVE_WAIT_S = 1  # long-poll slice: short, so shutdown is prompt
+
+
+@dataclass
+class SqsMapping:
+    uuid: str
+    queue_arn: str
+    function_arn: str
+    batch_size: int = 10
+    window_s: float = 0.0
+    concurrency: int = DEFAULT_CONCURRENCY
+    report_item_failures: bool = False
+    stats: dict[str, int] = field(default_factory=lambda: {"invocations": 0, "errors": 0, "item_failures": 0})
+
+    @classmethod
+    def from_spec(cls, esm_uuid: str, spec: dict[str, Any]) -> SqsMapping:
+        scaling = spec.get("ScalingConfig") or {}
+        return cls(
+            uuid=esm_uuid,
+            queue_arn=spec["EventSourceArn"],
+            function_arn=spec["FunctionArn"],
+            batch_size=int(spec.get("BatchSize") or 10),
+            window_s=float(spec.get("MaximumBatchingWindowInSeconds") or 0),
+            concurrency=max(2, int(scaling.get("MaximumConcurrency") or DEFAULT_CONCURRENCY)),
+            report_item_failures="ReportBatchItemFailures" in (spec.get("FunctionResponseTypes") or []),
+        )
+
+
+def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """One ``Records[]`` entry of the event Lambda sends for an SQS batch."""
+    attributes = {}
+    for name, value in (message.get("MessageAttributes") or {}).items():
+        attributes[name] = {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": value.get("BinaryValue"),
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": value.get("DataType"),
+        }
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes") or {},
+        "messageAttributes": attributes,
+        "md5OfBody": message.get("MD5OfBody"),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def failed_item_ids(payload: str) -> set[str] | None:
+    """The message ids a partial batch response names; None when the response is malformed (AWS then treats the
+    whole batch as failed)."""
+    try:
+        response = json.loads(payload) if payload else None
+    except ValueError:
+        return None
+    if not response:
+        return set()
+    if not isinstance(response, dict):
+        return None
+    failures = response.get("batchItemFailures")
+    if failures is None:
+        return set()
+    if not isinstance(failures, list):
+        return None
+    ids = set()
+    for failure in failures:
+        item = failure.get("itemIdentifier") if isinstance(failure, dict) else None
+        if not item:
+            return None
+        ids.add(item)
+    return ids
+
+
+class SqsPollers:
+    """``concurrency`` polling threads per mapping; ``shutdown()`` stops them (bounded join)."""
+
+    def __init__(
+        self,
+        mappings: list[SqsMapping],
+        *,
+        function_of: Callable[[str], Any],
+        invoke: Callable[[Any, str], Any],
+        sqs_client_for: Callable[[str], Any],
+        queue_url_of: Callable[[str], str],
+        region: str,
+    ):
+        self.mappings = mappings
+        self._function_of = function_of  # function ARN -> moto LambdaFunction
+        self._invoke = invoke  # (function, payload) -> InvokeResult, synchronous
+        self._sqs_client_for = sqs_client_for  # role ARN -> SQS client signed as that role
+        self._queue_url_of = queue_url_of
+        self._region = region
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for mapping in self.mappings:
+            log.info(
+                "sqs event source %s -> %s: batch %d, window %.1f s, concurrency %d, item failures %s",
+                mapping.queue_arn, mapping.function_arn, mapping.batch_size, mapping.window_s,
+                mapping.concurrency, mapping.report_item_failures,
+            )  # fmt: skip
+            for n in range(mapping.concurrency):
+                thread = threading.Thread(
+                    target=self._poll, args=(mapping,), name=f"sqs-poller-{mapping.uuid[:8]}-{n}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + RECEIVE_WAIT_S + 5
+        for thread in self._threads:
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
+
+    def _poll(self, mapping: SqsMapping) -> None:
+        queue_url = None
+        while not self._stop.is_set():
+            try:
+                fn = self._function_of(mapping.function_arn)
+                sqs = self._sqs_client_for(str(fn.role))
+                if queue_url is None:  # the Lambda service knows the queue from its ARN (no sqs:GetQueueUrl)
+                    queue_url = self._queue_url_of(mapping.queue_arn)
+                messages = self._receive(sqs, queue_url, mapping)
+                if messages:
+                    self._deliver(sqs, queue_url, mapping, fn, messages)
+            except Exception:  # keep polling, as the Lambda service does; the log says what went wrong
+                log.exception("sqs event source %s: poll failed", mapping.uuid)
+                self._stop.wait(1.0)
+
+    def _receive(self, sqs: Any, queue_url: str, mapping: SqsMapping) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        window_ends = time.monotonic() + mapping.window_s
+        while not self._stop.is_set() and len(messages) < mapping.batch_size:
+            wanted = min(10, mapping.batch_size - len(messages))
+            got = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=wanted,
+                WaitTimeSeconds=RECEIVE_WAIT_S if not messages else 0,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            messages.extend(got)
+            if not got and (not messages or time.monotonic() >= window_ends):
+                break
+            if messages and time.monotonic() >= window_ends and len(got) < wanted:
+                break
+        return messages
+
+    def _deliver(self, sqs: Any, queue_url: str, mapping: SqsMapping, fn: Any, messages: list[dict[str, Any]]) -> None:
+        event = {"Records": [lambda_record(m, mapping.queue_arn, self._region) for m in messages]}
+        result = self._invoke(fn, json.dumps(event))
+        mapping.stats["invocations"] += 1
+        if result.errored:
+            mapping.stats["errors"] += 1
+            log.warning("sqs event source %s: %s failed; %d message(s) retried after the visibility timeout",
+                        mapping.uuid, mapping.function_arn, len(messages))  # fmt: skip
+            return
+        failed: set[str] | None = set()
+        if mapping.report_item_failures:
+            failed = failed_item_ids(result.payload)
+            if failed is None:
+                mapping.stats["errors"] += 1
+                log.warning("sqs event source %s: malformed batchItemFailures; whole batch retried", mapping.uuid)
+                return
+        mapping.stats["item_failures"] += len(failed)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            page = done[start : start + 10]
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(page)]
+            sqs.delete_message_batch(QueueUrl=queue_url, Entries=entries)

@@ -1,0 +1,171 @@
+"""Batches on the local stack (issue 14): a 20-line JSONL with bad lines through a real S3 PUT (the CLI's drop) and
+through POST /batches at the front door; every line ends in exactly one terminal state, with one batch.completed.
+
+The fan-out runs as on AWS: the batch queue's SQS event source mapping (local pollers with partial batch responses
+and MaximumConcurrency, omnireel_local/event_sources.py) under the template's roles, IAM enforced.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+from botocore.credentials import Credentials
+
+from omnireel_local import home as homedir
+from tests.integration.frontdoor.client import FrontDoorClient, new_user
+
+from .conftest import LocalStack
+from .helpers import JobEvents
+
+pytestmark = pytest.mark.e2e
+
+SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
+BATCH_TIMEOUT_S = 480  # bounded; generous because the machine is shared (2 cores)
+
+
+def _job(i: int) -> dict:
+    return {"prompt": f"a small paper lantern number {i} drifting at dusk", "seed": i, "video": SMALL_VIDEO}
+
+
+def twenty_lines() -> tuple[bytes, dict[int, str]]:
+    """20 lines: 13 good jobs, 2 blank lines (ignored), 5 bad lines (line -> a fragment of the expected reason)."""
+    lines: list[bytes] = [json.dumps(_job(i)).encode() for i in range(20)]
+    bad = {
+        3: (b"{not json", "not valid JSON"),
+        7: (json.dumps({"prompt": ""}).encode(), "prompt"),
+        11: (b'["a list, not an object"]', "object"),
+        14: (b'{"prompt": "\xff\xfe broken"}', "not UTF-8"),
+        18: (json.dumps({"prompt": "x", "video": {"width": 123}}).encode(), "video"),
+    }
+    for number, (raw, _) in bad.items():
+        lines[number - 1] = raw
+    lines[9] = b""  # line 10: blank
+    lines[15] = b"   \r"  # line 16: blank (whitespace, CRLF)
+    return b"\n".join(lines) + b"\n", {n: reason for n, (_, reason) in bad.items()}
+
+
+def _check_completed(batch: dict, events: list[dict], bad: dict[int, str], total: int) -> list[dict]:
+    batch_id = batch["batch_id"]
+    assert batch["status"] == "completed"
+    counts = batch["counts"]
+    assert counts == {
+        "total": total,
+        "accepted": total - len(bad),
+        "rejected": len(bad),
+        "succeeded": total - len(bad),
+        "failed": len(bad),
+        "cancelled": 0,
+    }
+    completed = [e for e in events if e.get("event_type") == "batch.completed" and e.get("batch_id") == batch_id]
+    assert len(completed) == 1, f"expected one batch.completed, got {len(completed)}"
+    assert completed[0]["counts"] == counts
+    assert completed[0]["manifest"]["s3_uri"] == batch["manifest"]["s3_uri"]
+    with urllib.request.urlopen(batch["manifest"]["url"], timeout=30) as response:  # noqa: S310 - presigned, loopback
+        manifest = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert len(manifest) == total
+    assert len({row["job_id"] for row in manifest}) == total
+    for row in manifest:
+        if row["line"] in bad:
+            assert row["status"] == "failed" and row["video"] is None
+            assert row["error"].startswith(f"line {row['line']}: ") and bad[row["line"]] in row["error"], row
+        else:
+            assert row["status"] == "succeeded" and row["video"].endswith(f"jobs/{row['job_id']}/video.mp4"), row
+    # Every line's job has exactly one terminal event, and it names the batch and the line.
+    terminal = [e for e in events if (e.get("batch") or {}).get("batch_id") == batch_id]
+    by_job: dict[str, list[dict]] = {}
+    for event in terminal:
+        by_job.setdefault(event["job_id"], []).append(event)
+    assert set(by_job) == {row["job_id"] for row in manifest}
+    assert all(len(found) == 1 for found in by_job.values()), "a job of the batch had more than one terminal event"
+    lines_of_events = {found[0]["batch"]["line"]: found[0]["job_id"] for found in by_job.values()}
+    assert lines_of_events == {row["line"]: row["job_id"] for row in manifest}
+    return manifest
+
+
+def _done(batch_id: str, expected_terminal: int):  # type: ignore[no-untyped-def]
+    def done(received: list[dict]) -> bool:
+        completed = any(e.get("event_type") == "batch.completed" and e.get("batch_id") == batch_id for e in received)
+        terminal = sum(1 for e in received if (e.get("batch") or {}).get("batch_id") == batch_id)
+        return completed and terminal >= expected_terminal
+
+    return done
+
+
+def test_a_dropped_jsonl_with_bad_lines_runs_every_line_once(stack: LocalStack, tmp_path: Path) -> None:
+    data, bad = twenty_lines()
+    file = tmp_path / "catalogue.jsonl"
+    file.write_bytes(data)
+    events = JobEvents(stack)
+    try:
+        result = stack.cli("batch", str(file), "--wait", "--json", "--timeout", str(BATCH_TIMEOUT_S),
+                           timeout=BATCH_TIMEOUT_S + 30)  # fmt: skip
+        assert result.returncode == 1, result.stderr  # some lines failed: exit 1, as for a failed job
+        batch = json.loads(result.stdout)
+        assert batch["source"].endswith("/prompts/catalogue.jsonl") and batch["source_version"]["version_id"]
+        received = events.until(_done(batch["batch_id"], 18), timeout=60)
+    finally:
+        events.close()
+    _check_completed(batch, received, bad, total=18)
+    status = stack.cli("batch", "status", batch["batch_id"], "--json", check=True)
+    assert json.loads(status.stdout)["counts"] == batch["counts"]
+
+
+def test_post_batches_through_the_front_door(stack: LocalStack) -> None:
+    state = stack.state()
+    keys = homedir.developer_credentials(state)
+    door = FrontDoorClient(
+        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    )
+    jobs: list = [_job(100 + i) for i in range(20)]
+    bad = {4: "prompt", 9: "object", 15: "video"}
+    jobs[3] = {"prompt": "   "}
+    jobs[8] = "just a string"
+    jobs[14] = {"prompt": "x", "video": {"num_frames": 0}}
+    body = json.dumps({"jobs": jobs}).encode()
+    headers = [("Content-Type", "application/json"), ("Idempotency-Key", "e2e-batch-20")]
+    events = JobEvents(stack)
+    try:
+        first = door.request("POST", "/batches", body, headers)
+        assert first.status == 202, first.body
+        batch_id = first.json["batch_id"]
+        assert first.json["total"] == 20 and first.header("Idempotent-Replayed") == "false"
+        # The same key and body: the same batch (and so the same line jobs); another body: 409.
+        again = door.request("POST", "/batches", body, headers)
+        assert again.status == 202 and again.json["batch_id"] == batch_id
+        assert again.header("Idempotent-Replayed") == "true"
+        other = json.dumps({"jobs": jobs[:5]}).encode()
+        assert door.request("POST", "/batches", other, headers).status == 409
+        received = events.until(_done(batch_id, 20), timeout=BATCH_TIMEOUT_S)
+    finally:
+        events.close()
+    view = door.request("GET", f"/batches/{batch_id}", b"", [])
+    assert view.status == 200
+    _check_completed(view.json, received, bad, total=20)
+    # Owner only: another caller gets the same 404 as for an unknown id.
+    _, stranger = new_user(state)
+    assert door.as_(stranger).request("GET", f"/batches/{batch_id}", b"", []).status == 404
+    assert door.request("GET", "/batches/00000000-0000-4000-8000-000000000000", b"", []).status == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"", "jobs"),
+        (b'{"jobs": []}', "1 to 1000"),
+        (json.dumps({"jobs": [{"prompt": "p"}] * 1001}).encode(), "at most 1000"),
+        (b'{"jobs": [], "extra": 1}', "jobs"),
+        (b"[1, 2]", "jobs"),
+    ],
+)
+def test_post_batches_refuses_a_bad_envelope(stack: LocalStack, body: bytes, fragment: str) -> None:
+    state = stack.state()
+    keys = homedir.developer_credentials(state)
+    door = FrontDoorClient(
+        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    )
+    reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
+    assert reply.status == 400, reply.body
+    assert fragment in reply.json["error"]["message"]

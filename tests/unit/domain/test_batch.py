@@ -1,0 +1,145 @@
+"""Batches: line numbering, splitting in checkpointed windows, chunks, identities, the batch.completed schema."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.parser.models import SqsModel
+
+from omnireel.batch import (
+    CHUNK_BYTES,
+    CHUNK_LINES,
+    MAX_LINE_BYTES,
+    MAX_LINES,
+    Line,
+    batch_id_for,
+    check_file,
+    chunks,
+    count_lines,
+    line_natural_key,
+    split_lines,
+)
+from omnireel.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
+from omnireel.errors import InvalidRequest
+from omnireel.events import EventArtifacts, build_job_event, sns_message_attributes
+from omnireel.job import BatchRef, Job, JobStatus, job_id_for, now
+from omnireel.request import parse_job_request
+from scripts.write_event_schema import BATCH_SCHEMA_PATH, batch_schema
+
+ROOT = Path(__file__).resolve().parents[3]
+
+SAMPLE = (
+    b'\xef\xbb\xbf{"prompt": "one"}\r\n'  # line 1 with a BOM and CRLF
+    b"\n"  # 2 blank
+    b"{not json\n"  # 3
+    b"   \t\n"  # 4 blank
+    b'{"prompt": "\xff"}\n'  # 5 not UTF-8
+    b'{"prompt": "six"}'  # 6, no trailing newline
+)
+
+
+def test_lines_keep_the_files_numbers_and_skip_blank_lines():
+    lines, consumed, numbered = split_lines(SAMPLE, 0, final=True)
+    assert [line.number for line in lines] == [1, 3, 5, 6]
+    assert lines[0].text == '{"prompt": "one"}'  # BOM and CR removed
+    assert lines[1].text == "{not json" and lines[1].error is None  # validation happens later, per line
+    assert lines[2].text is None and "not UTF-8" in lines[2].error
+    assert consumed == len(SAMPLE) and numbered == 6
+    assert count_lines(SAMPLE) == 4
+
+
+@pytest.mark.parametrize("window", [1, 2, 7, 13, 40, 1000])
+def test_windowed_split_equals_the_whole_file(window):
+    """The splitter's checkpointed steps see exactly the lines a one-shot read sees (so `total` is reachable)."""
+    whole, _, _ = split_lines(SAMPLE, 0, final=True)
+    offset, line, seen = 0, 0, []
+    for _ in range(10 * len(SAMPLE)):
+        data = SAMPLE[offset : offset + window]
+        final = offset + len(data) >= len(SAMPLE)
+        found, consumed, numbered = split_lines(data, line, final=final)
+        if consumed == 0 and not final:  # a line longer than the window: read on to its end
+            end = SAMPLE.find(b"\n", offset)
+            data = SAMPLE[offset : end + 1] if end >= 0 else SAMPLE[offset:]
+            found, consumed, numbered = split_lines(data, line, final=True)
+        seen += found
+        offset, line = offset + consumed, line + numbered
+        if offset >= len(SAMPLE):
+            break
+    assert seen == whole
+
+
+def test_a_line_over_the_limit_is_a_bad_line_not_a_bad_file():
+    big = b'{"prompt": "' + b"x" * MAX_LINE_BYTES + b'"}'
+    lines, _, _ = split_lines(b'{"prompt": "a"}\n' + big + b"\n", 0, final=True)
+    assert lines[1].number == 2 and lines[1].text is None and str(MAX_LINE_BYTES) in lines[1].error
+
+
+def test_file_limits():
+    assert check_file(b'{"prompt": "a"}\n\n{"prompt": "b"}\n') == 2
+    with pytest.raises(InvalidRequest, match="no job lines"):
+        check_file(b"\n  \n")
+    with pytest.raises(InvalidRequest, match="at most 10000"):
+        check_file(b'{"prompt": "a"}\n' * (MAX_LINES + 1))
+
+
+def test_chunks_respect_line_and_byte_limits():
+    small = [Line(n, "x" * 10) for n in range(1, 2 * CHUNK_LINES + 2)]
+    assert [len(c) for c in chunks(small)] == [CHUNK_LINES, CHUNK_LINES, 1]
+    large = [Line(n, "y" * (CHUNK_BYTES // 3)) for n in range(1, 8)]
+    grouped = chunks(large)
+    assert all(sum(len(line.text or "") for line in chunk) <= CHUNK_BYTES for chunk in grouped)
+    assert [line for chunk in grouped for line in chunk] == large
+    message = json.loads(json.dumps(large[0].as_message()))
+    assert Line.from_message(message) == large[0]
+
+
+def test_identities_are_stable_per_version_and_line():
+    key = "inbox:s3://b/prompts/a.jsonl?versionId=v1"
+    assert batch_id_for(key) == batch_id_for(key) != batch_id_for(key.replace("v1", "v2"))
+    assert job_id_for(line_natural_key(key, 3)) == job_id_for(line_natural_key(key, 3))
+    assert job_id_for(line_natural_key(key, 3)) != job_id_for(line_natural_key(key, 4))
+
+
+def test_job_events_of_batch_jobs_carry_the_batch_and_its_filter_attribute():
+    job = Job(
+        job_id="0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11",
+        status=JobStatus.SUCCEEDED,
+        request=parse_job_request({"prompt": "p"}),
+        source="s3://b/prompts/a.jsonl",
+        batch=BatchRef(batch_id="7d1f0c4e-2b6a-5c0e-9a51-3f3c1d2e4b5a", line=4),
+        created_at="2026-12-01T00:00:00.000Z",
+        updated_at="2026-12-01T00:00:00.000Z",
+    )
+    event = build_job_event(job, EventArtifacts(), now())
+    assert event.batch == job.batch
+    assert sns_message_attributes(event)["batch_id"]["StringValue"] == job.batch.batch_id
+    single = job.model_copy(update={"batch": None})
+    assert "batch_id" not in sns_message_attributes(build_job_event(single, EventArtifacts(), now()))
+
+
+def test_batch_schema_is_current_and_validates_the_event():
+    current = json.loads(BATCH_SCHEMA_PATH.read_text())
+    assert current == batch_schema(), "run: .venv/bin/python scripts/write_event_schema.py"
+    event = BatchEvent(
+        event_id=batch_event_id("b1"),
+        occurred_at="2026-12-01T00:00:00.000Z",
+        batch_id="b1",
+        source="api",
+        counts=BatchCounts(total=3, accepted=2, rejected=1, succeeded=2, failed=1, cancelled=0),
+        manifest=BatchManifest(s3_uri="s3://a/batches/b1/manifest.jsonl", url="https://x", expires_at="t"),
+    )
+    validator = jsonschema.Draft202012Validator(batch_schema())
+    validator.validate(json.loads(event.model_dump_json()))
+    assert sns_message_attributes(event)["event_type"]["StringValue"] == "batch.completed"
+    bad = json.loads(event.model_dump_json())
+    del bad["counts"]["cancelled"]
+    assert list(validator.iter_errors(bad))
+
+
+@pytest.mark.parametrize("name", ["batch_submit_split.json", "batch_submit_lines.json", "batch_progress.json"])
+def test_sample_events_are_sqs_events(name):
+    parsed = parse(event=json.loads((ROOT / "events" / name).read_text()), model=SqsModel)
+    body = json.loads(parsed.Records[0].body)
+    assert body.get("kind") in {"split", "lines"} or body.get("batch")
