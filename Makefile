@@ -113,6 +113,7 @@ bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/relia
 	@$(PY) bench/relay_bench.py
 	@$(PY) bench/orchestration_overhead.py
 	@$(PY) bench/load.py
+	@$(PY) bench/batch.py
 	@$(PY) bench/reliability.py
 
 ENV ?= dev
