@@ -63,6 +63,8 @@ EXPECTED = {
     "publish_event_succeeded.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
     "reconcile_video.json": (0, lambda r, job: r["job_id"] == job and r["video"].endswith(f"/jobs/{job}/video.mp4")),
     "workflow_ended.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
+    # The sample's webhook is the instance metadata address: refused at delivery (no packet sent), not retried.
+    "webhook_delivery_sqs.json": (0, lambda r, job: r == {"batchItemFailures": []}),
 }
 
 
