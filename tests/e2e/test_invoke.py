@@ -63,7 +63,7 @@ EXPECTED = {
     "publish_event_succeeded.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
     "reconcile_video.json": (0, lambda r, job: r["job_id"] == job and r["video"].endswith(f"/jobs/{job}/video.mp4")),
     "workflow_ended.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
-    # The job has no webhook: nothing to deliver, the message is done.
+    # The sample's webhook is the instance metadata address: refused at delivery (no packet sent), not retried.
     "webhook_delivery_sqs.json": (0, lambda r, job: r == {"batchItemFailures": []}),
     # The batch samples name their own batch (no placeholders yet: a batch id would have to come from a real batch);
     # progress for a job of an unknown batch is a no-op, a submit message of an unknown batch goes back to the
