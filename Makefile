@@ -110,13 +110,14 @@ demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
 build: $(SAM_STAMP) ## sam build (no container needed)
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
 
-bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~20 min)
+bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
 	@$(PY) bench/video_request_prep.py
 	@$(PY) bench/cold_start.py
 	@$(PY) bench/capacity.py
 	@$(PY) bench/relay_bench.py
 	@$(PY) bench/orchestration_overhead.py
 	@$(PY) bench/load.py
+	@$(PY) bench/batch.py
 	@$(PY) bench/reliability.py
 
 ENV ?= dev

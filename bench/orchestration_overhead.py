@@ -54,12 +54,17 @@ IMAGE_ROUTE, VIDEO_ROUTE = "route=/v1/images/generations", "route=/v1/videos/syn
 
 
 def request_for(index: int, rng: random.Random) -> dict[str, Any]:
-    """The sample's sizes: 1024x1024 FLUX.2-klein image (4 steps), 480x320 x 17 frames at 8 fps, 30 steps, 5.0."""
+    """The sample's video (480x320 x 17 frames at 8 fps, 30 steps, guidance 5.0); a 512x512 image (4 steps).
+
+    Not the sample's 1024x1024 image: the emulator renders and PNG-encodes it for real, CPU work that on a shared
+    2-CPU machine varies by seconds between calls and would swamp the hops measured here (the 1024x1024 preparation
+    cost is bench/video_request_prep.py's subject).
+    """
     return {
         "prompt": f"bench {index}: a lighthouse at dusk, waves, {rng.choice(['calm', 'storm', 'fog'])}",
         "seed": rng.randrange(2**31),
         "guidance_scale": 5.0,
-        "image": {"size": "1024x1024", "num_inference_steps": 4},
+        "image": {"size": "512x512", "num_inference_steps": 4},
         "video": {"width": 480, "height": 320, "num_frames": 17, "fps": 8, "num_inference_steps": 30},
     }
 
@@ -115,7 +120,9 @@ class SampleClient:
         image_done = time.time()
         jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
         body, content_type = sample_build_video_multipart(jpeg, request, self.video_model)
-        key = f"sample/requests/{uuid.uuid4().hex}.multipart"
+        # The sample puts f"{prefix}/requests/<uuid>.multipart"; prefix "jobs/sample" here: the SageMaker execution role
+        # reads jobs/* only.
+        key = f"jobs/sample/requests/{uuid.uuid4().hex}.multipart"
         self.s3.put_object(
             Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, ServerSideEncryption="AES256"
         )
@@ -134,42 +141,53 @@ class SampleClient:
             video = self._get(output)
             if video is not None:
                 ok = video[4:8] == b"ftyp"  # validate_mp4
-                return {"ok": ok, "start": started, "end": time.time(), "polls": polls,
+                return {"ok": ok, "start": started, "end": time.time(), "polls": polls, "head": video[:16],
                         "image_s": image_done - started, "invoked_s": invoked - started}  # fmt: skip
-            if failure and self._get(failure) is not None:
-                return {"ok": False, "start": started, "end": time.time(), "polls": polls}
+            failed = self._get(failure) if failure else None
+            if failed is not None:
+                return {"ok": False, "start": started, "end": time.time(), "polls": polls, "failure": failed[:300]}
             time.sleep(POLL_S)
         return {"ok": False, "start": started, "end": None, "polls": polls}
 
 
-def measure_model_time(stack: IsolatedStack, sample: SampleClient, n: int) -> tuple[float, float]:
-    """Container service time of the same requests, called directly on the emulators (median of n)."""
+def measure_model_time(stack: IsolatedStack, sample: SampleClient, rounds: int, parallel: int) -> tuple[float, float]:
+    """Container service time of the same requests, called directly on the emulators (median of rounds x parallel).
+
+    ``parallel`` calls at once, as many as the run has jobs in flight: the emulator's PNG / H.264 work then competes
+    for the CPU as it does during the run, and that contention counts as model time, not as overhead.
+    """
     from omnireel.request import parse_job_request
 
     rng = random.Random(99)
-    images, videos = [], []
-    with httpx.Client(timeout=120) as http:
-        for i in range(n):
-            request = parse_job_request(request_for(i, rng))
-            t0 = time.perf_counter()
-            r = http.post(
-                f"{stack.emulator_url('images')}/invocations",
-                content=json.dumps(sample.image_payload(request)).encode(),
-                headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": IMAGE_ROUTE},
-            )
-            r.raise_for_status()
-            images.append(time.perf_counter() - t0)
-            png = base64.b64decode(r.json()["data"][0]["b64_json"])
-            jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
-            body, content_type = sample_build_video_multipart(jpeg, request, sample.video_model)
-            t0 = time.perf_counter()
-            r = http.post(
-                f"{stack.emulator_url('videos')}/invocations",
-                content=body,
-                headers={"Content-Type": content_type, "X-Amzn-SageMaker-Custom-Attributes": VIDEO_ROUTE},
-            )
-            r.raise_for_status()
-            videos.append(time.perf_counter() - t0)
+    images: list[float] = []
+    videos: list[float] = []
+
+    def one(index: int, http: httpx.Client) -> None:
+        request = parse_job_request(request_for(index, rng))
+        t0 = time.perf_counter()
+        r = http.post(
+            f"{stack.emulator_url('images')}/invocations",
+            content=json.dumps(sample.image_payload(request)).encode(),
+            headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": IMAGE_ROUTE},
+        )
+        r.raise_for_status()
+        images.append(time.perf_counter() - t0)
+        png = base64.b64decode(r.json()["data"][0]["b64_json"])
+        jpeg = sample_prepare_video_reference(png, request.video.width, request.video.height)
+        body, content_type = sample_build_video_multipart(jpeg, request, sample.video_model)
+        t0 = time.perf_counter()
+        r = http.post(
+            f"{stack.emulator_url('videos')}/invocations",
+            content=body,
+            headers={"Content-Type": content_type, "X-Amzn-SageMaker-Custom-Attributes": VIDEO_ROUTE},
+        )
+        r.raise_for_status()
+        videos.append(time.perf_counter() - t0)
+
+    with httpx.Client(timeout=120) as http, ThreadPoolExecutor(max_workers=parallel) as pool:
+        for i in range(rounds):
+            for future in [pool.submit(one, i * parallel + j, http) for j in range(parallel)]:
+                future.result()
     return quantile(images, 0.5), quantile(videos, 0.5)
 
 
@@ -180,9 +198,9 @@ def p50_p90(values: list[float]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=2, help="pairs in flight at once")
+    parser.add_argument("--concurrency", type=int, default=1, help="pairs in flight at once")
     parser.add_argument("--scale", type=float, default=1.0, help="model time = AWS sample's times x scale")
-    parser.add_argument("--model-samples", type=int, default=3, help="direct emulator calls to measure model time")
+    parser.add_argument("--model-samples", type=int, default=2, help="rounds of direct emulator calls (model time)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
     args = parser.parse_args(argv)
@@ -208,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.emulator("videos", {"faults": {"videos": {"latency_s": video_s}}})
         events = EventCollector(stack)
         sample = SampleClient(stack)
-        model_image, model_video = measure_model_time(stack, sample, args.model_samples)
+        model_image, model_video = measure_model_time(stack, sample, args.model_samples, slots)
 
         def run_ours(request: dict[str, Any], record: bool = True) -> None:
             started = time.time()
@@ -256,13 +274,27 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.stop()
 
+    if not ours or not theirs:
+        print("no successful pair; failures:", *failures, sep="\n", file=sys.stderr)
+        return 1
     model = model_image + model_video
     ours_e2e = [r["end"] - r["start"] for r in ours]
     theirs_e2e = [r["end"] - r["start"] for r in theirs]
     ours_over = [t - model for t in ours_e2e]
     theirs_over = [t - model for t in theirs_e2e]
-    ratio50 = quantile(ours_over, 0.5) / quantile(theirs_over, 0.5)
-    ratio90 = quantile(ours_over, 0.9) / quantile(theirs_over, 0.9)
+
+    def ratio_value(ours_value: float, theirs_value: float) -> float | None:
+        # An overhead at or below zero is within the noise of the separately measured model time: no ratio.
+        return ours_value / theirs_value if ours_value > 0 and theirs_value > 0 else None
+
+    def ratio(ours_value: float, theirs_value: float) -> str:
+        value = ratio_value(ours_value, theirs_value)
+        return f"{value:.3f}" if value is not None else "n/a (an overhead <= 0: model-time noise)"
+
+    ratio50_value = ratio_value(quantile(ours_over, 0.5), quantile(theirs_over, 0.5))
+    ratio90_value = ratio_value(quantile(ours_over, 0.9), quantile(theirs_over, 0.9))
+    ratio50 = ratio(quantile(ours_over, 0.5), quantile(theirs_over, 0.5))
+    ratio90 = ratio(quantile(ours_over, 0.9), quantile(theirs_over, 0.9))
     header = ["variant", "jobs", "e2e p50 s", "p90", "mean", "overhead p50 s", "p90", "mean"]
     rows = [
         ["ours (SNS callback)", len(ours), *p50_p90(ours_e2e), *p50_p90(ours_over)],
@@ -290,9 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     hop_rows = [[labels[k], *p50_p90(v)] for k, v in hops.items()]
     polls = [r["polls"] for r in theirs]
-    verdict = "**met**" if ratio50 <= 0.2 and ratio90 <= 0.2 else "**missed**"
+    met = all(r is not None and r <= 0.2 for r in (ratio50_value, ratio90_value))
+    verdict = "**met**" if met else "**missed**"
     load = os.getloadavg()
-    ratio_mean = mean(ours_over) / mean(theirs_over)
+    ratio_mean = ratio(mean(ours_over), mean(theirs_over))
+    e2e_diff = [quantile(ours_e2e, q) - quantile(theirs_e2e, q) for q in (0.5, 0.9)]
     failed_detail = (": " + "; ".join(failures[:3])) if failures else ""
     text = f"""## Orchestration overhead vs S3 polling, real model times (`bench/orchestration_overhead.py`)
 
@@ -302,21 +336,23 @@ Command: `.venv/bin/python bench/orchestration_overhead.py --pairs {args.pairs} 
 share the 2 CPUs).
 
 Setup: one isolated local stack; {args.pairs} pairs, {args.concurrency} pairs in flight at once, each pair = one job \
-of ours and one of the sample's started together (same prompt and seed, the sample's sizes: 1024x1024 image, \
-480x320 x 17-frame video, 30 steps), after {args.concurrency} warm-up job(s) of each. The video endpoint runs \
+of ours and one of the sample's started together (same prompt and seed, the sample's video: 480x320 x 17 \
+frames, 30 steps; a 512x512 image), after {args.concurrency} warm-up job(s) of each. The video endpoint runs \
 {slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`), as many as there are jobs in flight, \
 so no request waits behind the other variant's.
 
-Model time (container service time of the same requests, called directly on the emulators, median of \
-{args.model_samples}): image {model_image:.2f} s + video {model_video:.2f} s = **{model:.2f} s** (the AWS sample's \
-4.7 s / 8.9 s x {args.scale:g}, plus the emulator's own PNG / H.264 work). Overhead = end-to-end - model time. \
+Model time (container service time of the same requests, called directly on the emulators, {slots} at once as in \
+the run, median of {args.model_samples * slots}): image {model_image:.2f} s + video {model_video:.2f} s = \
+**{model:.2f} s** (the AWS sample's 4.7 s / 8.9 s x {args.scale:g}, plus the emulator's own PNG / H.264 work). \
+Overhead = end-to-end - model time. \
 Ours: clock from before `POST /jobs` to `job.succeeded` received on an SQS subscription of the job-events topic. \
 Sample: clock from before its image call to the output's bytes read by `wait_for_s3_object` (mean \
 {mean(polls):.1f} output checks per job). Failed or lost jobs: {len(failures)}{failed_detail}.
 
 {table(header, rows)}
 
-**Overhead ratio, ours / sample: p50 {ratio50:.3f}, p90 {ratio90:.3f}** (means {ratio_mean:.3f}). \
+**Overhead ratio, ours / sample: p50 {ratio50}, p90 {ratio90}** (means {ratio_mean}). End to end, ours - sample: \
+p50 {e2e_diff[0]:+.2f} s, p90 {e2e_diff[1]:+.2f} s. \
 Target ours <= 0.2 x the sample's at real model times: {verdict}.
 
 Where our overhead goes (seconds, from each job record's `stage_times`; the image and video rows have the model \

@@ -34,7 +34,7 @@ from omnireel.job import Job
 from omnireel.job_view import job_view
 from omnireel.listing import job_summary, list_jobs, parse_list_query
 from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.request import parse_job_request_json
+from omnireel.request import check_webhook_url, parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
 from omnireel.webhook_target import resolve_target
@@ -164,10 +164,21 @@ def create_batch() -> Response:
         data = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError) as exc:
         return _error(400, "InvalidRequest", f"the body is not JSON: {exc}")
-    if not isinstance(data, dict) or set(data) != {"jobs"}:
-        return _error(400, "InvalidRequest", 'send {"jobs": [ ... ]}: an object with only a "jobs" array')
+    if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
+        return _error(
+            400, "InvalidRequest", 'send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)'
+        )
+    webhook = data.get("webhook")
+    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhook_target)
+        if not isinstance(webhook, str):
+            raise InvalidRequest("webhook: must be an https:// URL")
+        try:
+            check_webhook_url(webhook)
+        except ValueError as exc:
+            raise InvalidRequest(f"webhook: {exc}") from None
+        resolve_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
-    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key)
+    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key, webhook=webhook)
     if created:
         metrics.add_metric(name="batches_accepted", unit=MetricUnit.Count, value=1)
     status_url = f"/batches/{batch.batch_id}"

@@ -37,6 +37,7 @@ fanout = Fanout(
     default_video_steps=settings.default_video_steps,
     max_in_flight=settings.batch_max_in_flight_jobs,
     retry_base_s=settings.batch_retry_base_seconds,
+    allow_loopback_http=settings.webhook_allow_loopback_http,
 )
 
 

@@ -18,7 +18,7 @@ from omnireel_local import home as homedir
 from tests.integration.frontdoor.client import FrontDoorClient, new_user
 
 from .conftest import LocalStack
-from .helpers import JobEvents
+from .helpers import JobEvents, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -141,8 +141,16 @@ def test_post_batches_through_the_front_door(stack: LocalStack) -> None:
         received = events.until(_done(batch_id, 20), timeout=BATCH_TIMEOUT_S)
     finally:
         events.close()
-    view = door.request("GET", f"/batches/{batch_id}", b"", [])
-    assert view.status == 200
+    # The record says completed once the publisher has recorded its publish, just after the event went out.
+    view = wait_for(
+        lambda: (
+            (r := door.request("GET", f"/batches/{batch_id}", b"", [])).status == 200
+            and r.json["status"] == "completed"
+            and r
+        ),
+        timeout=30,
+        what="GET /batches to show the batch completed",
+    )
     _check_completed(view.json, received, bad, total=20)
     # Owner only: another caller gets the same 404 as for an unknown id.
     _, stranger = new_user(state)

@@ -38,13 +38,15 @@ def resource(stack: LocalStack, logical: str) -> str:
 
 
 def events_for(stack: LocalStack, job_id: str, want: int, timeout: float) -> list[dict]:
-    """Job events for ``job_id`` as a subscriber receives them (`omnireel events`), until ``want`` arrived."""
+    """Terminal job events for ``job_id`` as a subscriber receives them (`omnireel events`; job.image_ready, a progress
+    event, left out), until ``want`` arrived."""
     found: list[dict] = []
 
     def more() -> bool:
         result = stack.cli("events", "--json", "--job", job_id, timeout=60)
         assert result.returncode == 0, result.stderr
-        found[:] = map(json.loads, result.stdout.splitlines())  # the whole log of the job's events, every time
+        events = map(json.loads, result.stdout.splitlines())  # the whole log of the job's events, every time
+        found[:] = [e for e in events if e.get("event_type") != "job.image_ready"]
         return len(found) >= want
 
     wait_for(more, timeout, f"{want} event(s) for job {job_id}")

@@ -63,6 +63,20 @@ EXPECTED = {
     "publish_event_succeeded.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
     "reconcile_video.json": (0, lambda r, job: r["job_id"] == job and r["video"].endswith(f"/jobs/{job}/video.mp4")),
     "workflow_ended.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
+    # The sample's webhook is the instance metadata address: refused at delivery (no packet sent), not retried.
+    "webhook_delivery_sqs.json": (0, lambda r, job: r == {"batchItemFailures": []}),
+    # The batch samples name their own batch (no placeholders yet: a batch id would have to come from a real batch);
+    # progress for a job of an unknown batch is a no-op, a submit message of an unknown batch goes back to the
+    # queue (partial batch response) to be retried and redriven.
+    "batch_progress.json": (0, lambda r, job: r == {"batchItemFailures": []}),
+    "batch_submit_lines.json": (
+        0,
+        lambda r, job: r == {"batchItemFailures": [{"itemIdentifier": "0c2b1a9e-5f3d-4c1b-8e7a-000000000002"}]},
+    ),
+    "batch_submit_split.json": (
+        0,
+        lambda r, job: r == {"batchItemFailures": [{"itemIdentifier": "0c2b1a9e-5f3d-4c1b-8e7a-000000000001"}]},
+    ),
 }
 
 

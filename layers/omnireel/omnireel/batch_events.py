@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from omnireel.job import SourceVersion, job_id_for
 
@@ -42,6 +42,13 @@ class BatchEvent(BaseModel):
     source_version: SourceVersion | None = None
     counts: BatchCounts
     manifest: BatchManifest
+    # Not in the body: where the batch asked batch.completed to be delivered (POST /batches "webhook"); published as
+    # the SNS ``webhook`` attribute, which the webhook queue's subscription filters on (omnireel.webhooks).
+    _webhook: str | None = PrivateAttr(default=None)
+
+    @property
+    def webhook_url(self) -> str | None:
+        return self._webhook
 
 
 def batch_event_id(batch_id: str) -> str:

@@ -32,6 +32,7 @@ from omnireel.observability import logger
 from omnireel.outcome import finish_job
 from omnireel.request import parse_job_request_json
 from omnireel.submission import reject_submission, submit_job
+from omnireel.webhook_target import resolve_target
 
 MAX_RETRY_DELAY_S = 60
 
@@ -49,6 +50,7 @@ class Fanout:
     default_video_steps: int
     max_in_flight: int
     retry_base_s: int = 2
+    allow_loopback_http: bool = False  # WEBHOOK_ALLOW_LOOPBACK_HTTP, as for single jobs
 
     # ------------------------------------------------------------ split
     def split_step(self, batch_id: str, offset: int, line: int, *, redelivered: bool) -> str:
@@ -112,6 +114,8 @@ class Fanout:
                 raise InvalidRequest(line.error)
             assert line.text is not None
             request = parse_job_request_json(line.text, default_video_steps=self.default_video_steps)
+            if request.webhook:  # where it may be sent, checked as for a single job (omnireel.webhook_target)
+                resolve_target(request.webhook, allow_loopback_http=self.allow_loopback_http)
         except InvalidRequest as exc:
             self.store.submit_line(batch.batch_id, line.number, job_id, accepted=False, max_in_flight=None)
             job = reject_submission(

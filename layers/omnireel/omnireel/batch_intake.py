@@ -53,7 +53,9 @@ class BatchIntake:
             self.queue.send_split(batch.batch_id, 0, 0)
         return batch.batch_id
 
-    def start_api_batch(self, jobs: Any, *, owner: str, idempotency_key: str | None) -> tuple[Batch, bool]:
+    def start_api_batch(
+        self, jobs: Any, *, owner: str, idempotency_key: str | None, webhook: str | None = None
+    ) -> tuple[Batch, bool]:
         """``POST /batches``: validate the envelope (each job is validated later, on its own line), record the
         batch and queue its lines. Returns (batch, created)."""
         if not isinstance(jobs, list) or not jobs:
@@ -61,7 +63,7 @@ class BatchIntake:
         if len(jobs) > MAX_API_JOBS:
             raise InvalidRequest(f"a batch has at most {MAX_API_JOBS} jobs ({len(jobs)} sent)")
         lines = [Line(n, json.dumps(job, ensure_ascii=False)) for n, job in enumerate(jobs, start=1)]
-        digest = hashlib.sha256("\n".join(line.text or "" for line in lines).encode()).hexdigest()
+        digest = hashlib.sha256("\n".join([webhook or "", *(line.text or "" for line in lines)]).encode()).hexdigest()
         natural_key = f"api:{owner}:batch:{idempotency_key}" if idempotency_key else f"api:{owner}:batch:{new_job_id()}"
         stamp = iso(now())
         batch, created = self.store.create(
@@ -71,6 +73,7 @@ class BatchIntake:
                 owner=owner,
                 natural_key=natural_key,
                 fingerprint=digest,
+                webhook=webhook,
                 created_at=stamp,
                 updated_at=stamp,
                 total=len(lines),

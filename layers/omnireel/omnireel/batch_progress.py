@@ -95,6 +95,7 @@ class Progress:
             counts=batch.counts(),
             manifest=BatchManifest(s3_uri=str(uri), url=url, expires_at=expires_at),
         )
+        event._webhook = batch.webhook
         self.publisher.publish(event)
         self.store.mark_published(batch.batch_id)
         logger.info("batch completed", extra={"batch_id": batch.batch_id, "counts": batch.counts().model_dump()})

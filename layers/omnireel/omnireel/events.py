@@ -150,4 +150,6 @@ def sns_message_attributes(event: JobEvent | ImageReadyEvent | BatchEvent) -> di
     request = getattr(event, "request", None)
     if request is not None and request.webhook_wants(event.event_type):
         attributes["webhook"] = {"DataType": "String", "StringValue": request.webhook or ""}
+    elif batch_webhook := getattr(event, "webhook_url", None):  # batch.completed of a batch that named a webhook
+        attributes["webhook"] = {"DataType": "String", "StringValue": batch_webhook}
     return attributes

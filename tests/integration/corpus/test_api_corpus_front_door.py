@@ -23,7 +23,8 @@ CASE_SECONDS = 10.0  # a real HTTP round trip, a SigV4 check and a Lambda worker
 
 def _call(door: FrontDoorClient, request: dict[str, Any]) -> Reply:
     method = request.get("method", "POST")
-    path = quote(expand(request.get("path", "/jobs")), safe="/%")
+    path, _, query = expand(request.get("path", "/jobs")).partition("?")
+    path = quote(path, safe="/%") + (f"?{quote(query, safe='=&%')}" if query else "")  # GET /jobs?limit=...
     if "body_b64" in request:
         body = base64.b64decode(request["body_b64"])  # declared JSON; not UTF-8 ones reach the function as base64
     elif "json" in request:

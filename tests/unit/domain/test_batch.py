@@ -143,3 +143,18 @@ def test_sample_events_are_sqs_events(name):
     parsed = parse(event=json.loads((ROOT / "events" / name).read_text()), model=SqsModel)
     body = json.loads(parsed.Records[0].body)
     assert body.get("kind") in {"split", "lines"} or body.get("batch")
+
+
+def test_batch_completed_reaches_the_batchs_webhook_only_when_it_named_one():
+    event = BatchEvent(
+        event_id=batch_event_id("b2"),
+        occurred_at="2026-12-01T00:00:00.000Z",
+        batch_id="b2",
+        source="api",
+        counts=BatchCounts(total=1, accepted=1, rejected=0, succeeded=1, failed=0, cancelled=0),
+        manifest=BatchManifest(s3_uri="s3://a/batches/b2/manifest.jsonl", url="https://x", expires_at="t"),
+    )
+    assert "webhook" not in sns_message_attributes(event)
+    event._webhook = "https://hooks.example.com/omnireel"
+    assert sns_message_attributes(event)["webhook"]["StringValue"] == "https://hooks.example.com/omnireel"
+    assert "webhook" not in json.loads(event.model_dump_json())  # not part of the published body

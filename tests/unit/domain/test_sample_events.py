@@ -120,3 +120,8 @@ def test_webhook_delivery_event_carries_a_queued_job_event():
     parsed = parse(event=load("webhook_delivery_sqs.json"), model=SqsModel)
     queued = parse_queued(parsed.Records[0].body)
     assert queued.url.startswith("https://") and queued.event_type == "job.succeeded" and queued.job_id
+    # `omnireel invoke` runs it for real: its target must be refused without a packet (a literal metadata address).
+    from omnireel.webhook_target import WebhookRefused, resolve_target
+
+    with pytest.raises(WebhookRefused, match="link-local"):
+        resolve_target(queued.url, allow_loopback_http=True, resolve=lambda host, port: [host])

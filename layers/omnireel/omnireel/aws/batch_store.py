@@ -38,6 +38,7 @@ class Batch(BaseModel):
     owner: str | None = None
     natural_key: str
     fingerprint: str | None = None
+    webhook: str | None = Field(default=None, description="POST /batches: where batch.completed is delivered")
     created_at: str
     updated_at: str
     total: int

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
@@ -14,8 +17,16 @@ class EventPublisher:
     def __init__(self, topic_arn: str, event_bus_name: str = "default"):
         self.topic_arn = topic_arn
         self.event_bus_name = event_bus_name
-        self._sns = client("sns")
-        self._events = client("events")
+
+    # Created on first use: a function that publishes only on some paths (the API: DELETE /jobs/{id}) does not pay
+    # for two clients in every cold start.
+    @cached_property
+    def _sns(self) -> Any:
+        return client("sns")
+
+    @cached_property
+    def _events(self) -> Any:
+        return client("events")
 
     def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
         body = event.model_dump_json()
