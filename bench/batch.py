@@ -26,22 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "layers" / "omnireel")]
 
-from bench.capacity import IMAGE_MODEL_S, VIDEO_MODEL_S  # noqa: E402
-from bench.localstack import EventCollector, IsolatedStack  # noqa: E402
+from bench.localstack import LONG_TIMEOUTS, EventCollector, IsolatedStack, configure_model_times  # noqa: E402
 from bench.report import emit, machine, table, today  # noqa: E402
-
-# Hundreds of jobs queue behind each other locally: the callback and the async request must outlast the queue.
-LONG_TIMEOUTS = {
-    "VideoRequestTtlSeconds": "900",
-    "VideoHeartbeatSeconds": "1200",
-    "VideoCallbackTimeoutSeconds": "1500",
-}
-
-
-def configure_model_times(stack: IsolatedStack, scale: float) -> None:
-    """The emulators take the AWS sample's model times x ``scale`` (their latency fault hook)."""
-    stack.emulator("images", {"faults": {"images": {"latency_s": IMAGE_MODEL_S * scale}}})
-    stack.emulator("videos", {"faults": {"videos": {"latency_s": VIDEO_MODEL_S * scale}}})
 
 
 def _t(iso: str) -> float:

@@ -27,14 +27,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "layers" / "omnireel")]
 
-from bench.localstack import EventCollector, IsolatedStack  # noqa: E402
-from bench.orchestration_overhead import (  # noqa: E402
-    LONG_TIMEOUTS,
-    PollingClient,
-    configure_model_times,
-    measure_model_time,
-    request_for,
-)
+from bench.localstack import LONG_TIMEOUTS, EventCollector, IsolatedStack, configure_model_times  # noqa: E402
+from bench.orchestration_overhead import SampleClient, measure_model_time, request_for  # noqa: E402
 from bench.report import emit, machine, quantile, table, today  # noqa: E402
 
 
@@ -57,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     stack = IsolatedStack(params, name="load").start()
     try:
         configure_model_times(stack, args.scale)
-        model_image, model_video = measure_model_time(stack, PollingClient(stack, 5))
+        model_image, model_video = measure_model_time(stack, SampleClient(stack), rounds=5, parallel=1)
         events = EventCollector(stack)
         warm = stack.submit(request_for(-1, rng))
         deadline = time.monotonic() + 120

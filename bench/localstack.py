@@ -30,6 +30,7 @@ from botocore.config import Config
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
 
+from bench.capacity import IMAGE_MODEL_S, VIDEO_MODEL_S  # noqa: E402
 from omnireel_cli.local_stack import parse_env_lines  # noqa: E402
 from omnireel_cli.signing import signed_headers  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
@@ -282,3 +283,17 @@ class EventCollector:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+# Hundreds of jobs queue behind each other locally: the callback and the async request must outlast the queue.
+LONG_TIMEOUTS = {
+    "VideoRequestTtlSeconds": "900",
+    "VideoHeartbeatSeconds": "1200",
+    "VideoCallbackTimeoutSeconds": "1500",
+}
+
+
+def configure_model_times(stack: IsolatedStack, scale: float) -> None:
+    """The emulators take the AWS sample's model times x ``scale`` (their latency fault hook)."""
+    stack.emulator("images", {"faults": {"images": {"latency_s": IMAGE_MODEL_S * scale}}})
+    stack.emulator("videos", {"faults": {"videos": {"latency_s": VIDEO_MODEL_S * scale}}})

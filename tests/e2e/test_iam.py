@@ -53,8 +53,10 @@ def test_the_developer_identity_is_not_an_administrator(stack: LocalStack) -> No
     with pytest.raises(ClientError) as denied:
         _client(stack, "iam").create_user(UserName="escalation")
     assert denied.value.response["Error"]["Code"] == "AccessDenied"
+    # `omnireel invoke` needs lambda:InvokeFunction, scoped to the stack's own functions (<stack>-*): another
+    # application's function in the same account stays out of reach.
     with pytest.raises(ClientError) as denied_invoke:
-        _client(stack, "lambda").invoke(FunctionName="omnireel-local-GenerateImageFunction", Payload=b"{}")
+        _client(stack, "lambda").invoke(FunctionName="another-app-Function", Payload=b"{}")
     assert denied_invoke.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
 
 
