@@ -29,7 +29,14 @@ from omnireel.batch_progress import batch_view
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
 from omnireel.cancellation import cancel_job, cancellation_view
-from omnireel.errors import IdempotencyConflict, InvalidRequest, JobFinished, JobNotFound, NotJobOwner
+from omnireel.errors import (
+    BatchNotFound,
+    IdempotencyConflict,
+    InvalidRequest,
+    JobFinished,
+    JobNotFound,
+    NotJobOwner,
+)
 from omnireel.job import Job
 from omnireel.job_view import job_view
 from omnireel.listing import job_summary, list_jobs, parse_list_query
@@ -58,6 +65,23 @@ def _error(status: int, code: str, message: str) -> Response:
     return Response(status, content_types.APPLICATION_JSON, {"error": {"code": code, "message": bounded(message)}})
 
 
+def _idempotency_key() -> str | None:
+    key = app.current_event.headers.get("idempotency-key")
+    if key is not None and not _IDEMPOTENCY_KEY.match(key):
+        raise InvalidRequest(
+            "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]", code="InvalidIdempotencyKey"
+        )
+    return key
+
+
+def _body() -> str | bytes | None:
+    """The request body; bytes when API Gateway base64-encoded it (the parsers report invalid UTF-8 as a 400)."""
+    body: str | bytes | None = app.current_event.body
+    if body and app.current_event.is_base64_encoded:
+        body = base64.b64decode(body)
+    return body
+
+
 def _caller() -> str:
     iam = app.current_event.request_context.authorizer.iam
     scope = caller_scope(iam.user_arn, caller_id=iam.caller_id, account_id=iam.account_id) if iam else None
@@ -67,14 +91,8 @@ def _caller() -> str:
 @app.post("/jobs")
 @tracer.capture_method
 def create_job() -> Response:
-    key = app.current_event.headers.get("idempotency-key")
-    if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        raise InvalidRequest(
-            "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]", code="InvalidIdempotencyKey"
-        )
-    body: str | bytes | None = app.current_event.body
-    if body and app.current_event.is_base64_encoded:
-        body = base64.b64decode(body)  # bytes: parse_job_request_json reports invalid UTF-8 as a 400
+    key = _idempotency_key()
+    body = _body()
     if not body:
         raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
     request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
@@ -153,21 +171,15 @@ def webhook_secret() -> Response:
 @tracer.capture_method
 def create_batch() -> Response:
     if batches is None:
-        return _error(404, "NotFound", "batches are not enabled on this stack")
-    key = app.current_event.headers.get("idempotency-key")
-    if key is not None and not _IDEMPOTENCY_KEY.match(key):
-        return _error(400, "InvalidIdempotencyKey", "Idempotency-Key must be 1-128 characters of [A-Za-z0-9._:~-]")
-    body: str | bytes | None = app.current_event.body
-    if body and app.current_event.is_base64_encoded:
-        body = base64.b64decode(body)
+        raise BatchNotFound("batches are not enabled on this stack", code="NotFound")
+    key = _idempotency_key()
+    body = _body()
     try:
         data = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError) as exc:
-        return _error(400, "InvalidRequest", f"the body is not JSON: {exc}")
+        raise InvalidRequest(f"the body is not JSON: {exc}") from None
     if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
-        return _error(
-            400, "InvalidRequest", 'send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)'
-        )
+        raise InvalidRequest('send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)')
     webhook = data.get("webhook")
     if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhook_target)
         if not isinstance(webhook, str):
@@ -196,7 +208,7 @@ def get_batch(batch_id: str) -> Response:
     found = batch_store.find(batch_id) if batch_store and _JOB_ID.match(batch_id) else None
     # As for jobs: an API batch is visible to its submitter only; another caller gets the same 404 as an unknown id.
     if found is None or (found.owner is not None and found.owner != _caller()):
-        return _error(404, "BatchNotFound", f"no batch with id {bounded(batch_id, MAX_ECHO_CHARS)}")
+        raise BatchNotFound(f"no batch with id {bounded(batch_id, MAX_ECHO_CHARS)}")
     return Response(200, content_types.APPLICATION_JSON, batch_view(found, artifacts, settings.presign_seconds))
 
 
@@ -207,6 +219,11 @@ def invalid_request(exc: InvalidRequest) -> Response:
 
 @app.exception_handler(JobNotFound)
 def job_not_found(exc: JobNotFound) -> Response:
+    return _error(404, exc.code, exc.message)
+
+
+@app.exception_handler(BatchNotFound)
+def batch_not_found(exc: BatchNotFound) -> Response:
     return _error(404, exc.code, exc.message)
 
 

@@ -44,6 +44,10 @@ class JobNotFound(OmnireelError):
     code = "JobNotFound"
 
 
+class BatchNotFound(OmnireelError):
+    code = "BatchNotFound"
+
+
 class JobConflict(OmnireelError):
     """A transition that is not allowed from the job's current state (stale or duplicate step)."""
 

@@ -109,3 +109,19 @@ def test_the_fence_catches_a_leak(tmp_path: Path) -> None:
         "omnireel.aws.job_store.JobStore",
         "omnireel.outcome",
     }
+
+
+def test_api_routes_read_as_the_happy_path() -> None:
+    """Issue 15 item 7: an API route raises a domain error and the resolver's exception handlers map it to a status;
+    no route builds an error response itself (``_error`` is called from the exception handlers only)."""
+    tree = ast.parse((ROOT / "functions" / "api" / "handler.py").read_text())
+    offenders = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        decorators = [ast.unparse(d) for d in node.decorator_list]
+        if not any(d.startswith(("app.get", "app.post", "app.put", "app.delete", "app.patch")) for d in decorators):
+            continue
+        calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and ast.unparse(n.func) == "_error"]
+        offenders += [f"{node.name} (line {call.lineno})" for call in calls]
+    assert not offenders, f"routes that return an error response instead of raising a domain error: {offenders}"
