@@ -233,6 +233,10 @@ class Received:
     message_id: str
 
 
+# Job events that are not terminal: a job has any number of these before its one terminal event.
+PROGRESS_EVENTS = frozenset({"job.image_ready"})
+
+
 @dataclass
 class EventCollector:
     """Job events as a subscriber receives them: an SQS queue subscribed to the job-events topic."""
@@ -273,12 +277,12 @@ class EventCollector:
             return [
                 r
                 for r in self.received
-                if r.event.get("job_id") == job_id and r.event.get("event_type") != "job.image_ready"
+                if r.event.get("job_id") == job_id and r.event.get("event_type") not in PROGRESS_EVENTS
             ]
 
     def terminal_ids(self) -> set[str]:
         with self._lock:
-            return {r.event.get("job_id") for r in self.received if r.event.get("event_type") != "job.image_ready"}
+            return {r.event.get("job_id") for r in self.received if r.event.get("event_type") not in PROGRESS_EVENTS}
 
     def close(self) -> None:
         self._stop.set()

@@ -44,7 +44,7 @@ import av
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.localstack import EventCollector, IsolatedStack  # noqa: E402
+from bench.localstack import PROGRESS_EVENTS, EventCollector, IsolatedStack  # noqa: E402
 from bench.report import machine, quantile, table, today  # noqa: E402
 
 RELIABILITY_MD = REPO / "docs" / "reliability.md"
@@ -406,6 +406,8 @@ def run(
         collector.close()
         per_job: dict[str, list[Any]] = defaultdict(list)
         for received in collector.received:
+            if received.event.get("event_type") in PROGRESS_EVENTS:  # not terminal: job.image_ready
+                continue
             per_job[received.event.get("job_id")].append(received)
         violations: list[dict[str, Any]] = []
         records: dict[str, dict[str, Any]] = {}

@@ -34,15 +34,23 @@ def png_size(path: Path) -> tuple[int, int]:
 class LineReader:
     """Reads a subprocess's stdout lines on a thread so tests can wait for one with a deadline."""
 
-    def __init__(self, proc: subprocess.Popen[str]):
+    def __init__(self, proc: subprocess.Popen[str], stream: str = "stdout"):
         self.proc = proc
+        self.stream = getattr(proc, stream)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        assert self.stream is not None
+        for line in self.stream:
             self.lines.put(line)
+
+    def next_line(self, timeout: float) -> str:
+        """The next line, or "" when none came within ``timeout`` s (or the stream closed)."""
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return ""
 
     def wait_for_json(self, predicate, timeout: float) -> dict | None:
         deadline = time.monotonic() + timeout

@@ -90,10 +90,11 @@ def test_events_follow_says_it_is_waiting_then_shows_new_events(stack: LocalStac
         env=stack.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert follower.stderr is not None
-        waiting = follower.stderr.readline()  # printed after the log, before the first wait
-        assert "waiting for job events" in waiting and "120 s" in waiting
+        # Both pipes are read from the start: the replayed log on stdout can exceed a pipe's buffer, and a CLI
+        # blocked writing it would never print the waiting line (this test then hung until pytest's timeout).
         reader = LineReader(follower)
+        waiting = LineReader(follower, "stderr").next_line(60)  # printed after the log, before the first wait
+        assert "waiting for job events" in waiting and "120 s" in waiting
         job_id = json.loads(stack.cli("submit", "followed", "--frames", "5", "--json", check=True).stdout)["job_id"]
         event = reader.wait_for_json(lambda e: e.get("job_id") == job_id and e["event_type"] != "job.image_ready", 120)
     finally:

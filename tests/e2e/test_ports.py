@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 from pathlib import Path
 
@@ -11,11 +12,22 @@ from tests.e2e.conftest import start_stack, stop_stack
 BLOCK = 8
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default lower bound
+
+
 def _free_block() -> int:
-    """A base port whose block (base .. base+7) is free now (bounded search)."""
-    for _ in range(50):
-        base = homedir.free_port()
-        if base + BLOCK < 65535 and all(homedir.port_is_free(base + i) for i in range(BLOCK)):
+    """A base port whose block (base .. base+7) is free now (bounded search), below the kernel's ephemeral range: the
+    stacks of parallel test workers take ephemeral ports, and one landing inside the block between this check and
+    `local up` would make the expected fixed port look taken (as the real defaults 4710.. sit below that range)."""
+    rng = random.Random()
+    low = _ephemeral_low()
+    for _ in range(200):
+        base = rng.randrange(20000, max(20001, low - BLOCK))
+        if all(homedir.port_is_free(base + i) for i in range(BLOCK)):
             return base
     raise AssertionError("no free block of ports found")
 
