@@ -24,6 +24,7 @@ pytestmark = pytest.mark.e2e
 
 SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
 BATCH_TIMEOUT_S = 480  # bounded; generous because the machine is shared (2 cores)
+WEBHOOK_TIMEOUT_S = 240  # a 2-line batch; below pytest-timeout's 300 s so a missing delivery fails with its message
 
 
 def _job(i: int) -> dict:
@@ -177,3 +178,48 @@ def test_post_batches_refuses_a_bad_envelope(stack: LocalStack, body: bytes, fra
     reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
     assert reply.status == 400, reply.body
     assert fragment in reply.json["error"]["message"]
+
+
+def test_post_batches_webhook_gets_one_signed_batch_completed(stack: LocalStack) -> None:
+    """POST /batches with "webhook": a receiver holding the deployment's secret (`omnireel webhooks listen`) verifies
+    the Standard Webhooks signature of the one batch.completed delivery (SNS `webhook` attribute -> webhook queue ->
+    WebhookDelivery, IAM enforced)."""
+    import subprocess
+
+    from omnireel_local.home import free_port
+
+    from .conftest import ROOT, cli_command
+    from .helpers import LineReader
+
+    state = stack.state()
+    keys = homedir.developer_credentials(state)
+    door = FrontDoorClient(
+        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    )
+    port, secret = free_port(), stack.outputs["OMNIREEL_WEBHOOK_SECRET"]
+    process = subprocess.Popen(
+        [*cli_command(), "webhooks", "listen", "--port", str(port), "--secret", secret,
+         "--json", "--count", "1", "--timeout", str(WEBHOOK_TIMEOUT_S)],
+        env=stack.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        assert "listening on" in process.stderr.readline()  # bound before anything is sent to it
+        reader = LineReader(process)
+        body = json.dumps(
+            {"jobs": [_job(300), {"prompt": ""}], "webhook": f"http://127.0.0.1:{port}/hooks/batches"}
+        ).encode()
+        reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
+        assert reply.status == 202, reply.body
+        batch_id = reply.json["batch_id"]
+        delivery = reader.wait_for_json(lambda line: True, timeout=WEBHOOK_TIMEOUT_S)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert delivery is not None, "no verified batch.completed delivery reached the batch's webhook"
+    assert delivery["verified"] is True and delivery["path"] == "/hooks/batches"
+    event = delivery["event"]
+    assert event["event_type"] == "batch.completed" and event["batch_id"] == batch_id
+    assert delivery["webhook_id"] == event["event_id"]
+    assert event["counts"] == {"total": 2, "accepted": 1, "rejected": 1, "succeeded": 1, "failed": 1, "cancelled": 0}
+    assert event["manifest"]["s3_uri"].endswith(f"batches/{batch_id}/manifest.jsonl") and event["truncated"] is None

@@ -29,6 +29,16 @@ class BatchManifest(BaseModel):
     expires_at: str = Field(description="when the presigned URL stops working (ISO 8601, UTC)")
 
 
+class BatchTruncation(BaseModel):
+    """Why a dropped file's batch ended before its last line: the splitter could no longer read the file version."""
+
+    code: Literal["SourceVersionGone"] = "SourceVersionGone"
+    message: str = Field(description="bounded, e.g. the file version was deleted while its lines were being read")
+    truncated_at_line: int = Field(
+        description="the first line of the file that was not read: lines before it are the batch (counts.total)"
+    )
+
+
 class BatchEvent(BaseModel):
     model_config = ConfigDict(title="omnireel batch event", extra="forbid")
 
@@ -42,6 +52,9 @@ class BatchEvent(BaseModel):
     source_version: SourceVersion | None = None
     counts: BatchCounts
     manifest: BatchManifest
+    truncated: BatchTruncation | None = Field(
+        default=None, description="set when the file version went away mid-split: the batch is the lines read"
+    )
     # Not in the body: where the batch asked batch.completed to be delivered (POST /batches "webhook"); published as
     # the SNS ``webhook`` attribute, which the webhook queue's subscription filters on (omnireel.webhooks).
     _webhook: str | None = PrivateAttr(default=None)

@@ -25,8 +25,9 @@ from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.batch import MAX_FILE_BYTES, SPLIT_STEP_BYTES, Line, chunks, line_natural_key, split_lines
+from omnireel.batch_progress import Progress
 from omnireel.bounded import bounded
-from omnireel.errors import InvalidRequest
+from omnireel.errors import InvalidRequest, SourceVersionGone
 from omnireel.job import BatchRef, JobError, JobStatus, job_id_for
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
@@ -60,7 +61,24 @@ class Fanout:
             # checkpoint but before queueing the next step re-queues that step (a duplicate is refused above).
             if redelivered and not batch.split_done and batch.split_offset > offset:
                 self.queue.send_split(batch_id, batch.split_offset, batch.split_line)
+            if redelivered and batch.split_done and batch.truncated:  # died after truncating, before completing
+                self._progress().complete_if_done(batch_id, redelivery=True)
             return "stale"
+        try:
+            return self._split(batch, offset, line)
+        except SourceVersionGone as exc:
+            # The file version was deleted (or overwritten, unversioned bucket) mid-split: no later step can read
+            # it either, so the batch is the lines read so far, with the reason; it completes once they are terminal.
+            message = bounded(f"the batch file stopped being readable at line {line + 1}: {exc.message}")
+            if not self.store.truncate_split(batch_id, offset=offset, line=line, message=message):
+                return "stale"
+            logger.warning("batch split truncated", extra={"batch_id": batch_id, "line": line + 1})
+            # Every line read may be terminal already (or none was read): no job event would complete the batch.
+            self._progress().complete_if_done(batch_id, redelivery=False)
+            return "truncated"
+
+    def _split(self, batch: Batch, offset: int, line: int) -> str:
+        batch_id = batch.batch_id
         bucket, key = batch.source.removeprefix("s3://").split("/", 1)  # the key as S3 named it (no unquoting)
         assert batch.source_version is not None and batch.size is not None
         window = self.inbox.read(bucket, key, SPLIT_STEP_BYTES - 1, batch.source_version, offset=offset)
@@ -78,7 +96,9 @@ class Fanout:
             self.queue.send_lines(batch_id, chunks(lines))
         to_offset, to_line = offset + consumed, line + numbered
         done = to_offset >= batch.size
-        if self.store.advance_split(batch_id, offset=offset, to_offset=to_offset, to_line=to_line, done=done):
+        if self.store.advance_split(
+            batch_id, offset=offset, to_offset=to_offset, to_line=to_line, done=done, emitted=len(lines)
+        ):
             if not done:
                 self.queue.send_split(batch_id, to_offset, to_line)
             logger.info("batch split step", extra={"batch_id": batch_id, "lines": len(lines), "offset": to_offset})
@@ -88,7 +108,7 @@ class Fanout:
     # ------------------------------------------------------------ lines
     def submit_lines(self, batch_id: str, lines: list[Line], attempt: int) -> dict[str, int]:
         batch = self._batch(batch_id)
-        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0}
+        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0}
         for index, line in enumerate(lines):
             result = self._submit_line(batch, line)
             if result == "deferred":
@@ -109,6 +129,8 @@ class Fanout:
         natural_key = line_natural_key(batch.natural_key, line.number)
         job_id = job_id_for(natural_key)
         ref = BatchRef(batch_id=batch.batch_id, line=line.number)
+        if batch.truncated and line.number >= batch.truncated.truncated_at_line:
+            return "dropped"  # queued by a split step that died before its checkpoint; the file is gone since
         try:
             if line.error:
                 raise InvalidRequest(line.error)
@@ -117,7 +139,9 @@ class Fanout:
             if request.webhook:  # where it may be sent, checked as for a single job (omnireel.webhook_target)
                 resolve_target(request.webhook, allow_loopback_http=self.allow_loopback_http)
         except InvalidRequest as exc:
-            self.store.submit_line(batch.batch_id, line.number, job_id, accepted=False, max_in_flight=None)
+            submitted = self.store.submit_line(batch.batch_id, line.number, job_id, accepted=False, max_in_flight=None)
+            if not submitted and self.store.line(batch.batch_id, line.number) is None:
+                return "dropped"  # the batch was truncated before this line (submit_line's condition)
             job = reject_submission(
                 natural_key=natural_key,
                 source=batch.source,
@@ -146,6 +170,9 @@ class Fanout:
             if not fresh:
                 recorded = self.store.line(batch.batch_id, line.number)
                 if recorded is None:
+                    now_batch = self._batch(batch.batch_id)
+                    if now_batch.truncated and line.number >= now_batch.truncated.truncated_at_line:
+                        return "dropped"
                     return "deferred"
         if recorded is not None and recorded.get("submitted") != "accepted":
             return "already"
@@ -161,6 +188,9 @@ class Fanout:
             workflow=self.workflow,
         )
         return "accepted" if fresh else "already"
+
+    def _progress(self) -> Progress:
+        return Progress(self.store, self.artifacts, self.publisher, self.presign_seconds)
 
     def _batch(self, batch_id: str) -> Batch:
         batch = self.store.find(batch_id)

@@ -94,6 +94,7 @@ class Progress:
             source_version=batch.source_version,
             counts=batch.counts(),
             manifest=BatchManifest(s3_uri=str(uri), url=url, expires_at=expires_at),
+            truncated=batch.truncated,
         )
         event._webhook = batch.webhook
         self.publisher.publish(event)
@@ -114,6 +115,7 @@ def batch_view(batch: Batch, artifacts: ArtifactStore, presign_seconds: int) -> 
         "completed_at": batch.completed_at,
         "counts": batch.counts().model_dump(),
         "manifest": None,
+        "truncated": batch.truncated.model_dump() if batch.truncated else None,
     }
     if batch.event_published_at and batch.manifest_uri:
         uri = S3Uri.parse(batch.manifest_uri)

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
 from omnireel.aws.clients import client, table
-from omnireel.batch_events import BatchCounts
+from omnireel.batch_events import BatchCounts, BatchTruncation
 from omnireel.job import SourceVersion, iso, now
 
 BATCH_ITEM = "batch"
@@ -52,6 +52,8 @@ class Batch(BaseModel):
     split_offset: int = 0
     split_line: int = 0
     split_done: bool = False
+    emitted: int = Field(default=0, description="job lines the splitter has queued (checkpointed with its cursor)")
+    truncated: BatchTruncation | None = None
     completed_at: str | None = None
     manifest_uri: str | None = None
     event_published_at: str | None = None
@@ -117,15 +119,64 @@ class BatchStore:
         item = self._table.get_item(Key={"batch_id": batch_id, "item": BATCH_ITEM}, ConsistentRead=True).get("Item")
         return Batch.model_validate(_plain(item)) if item else None
 
-    def advance_split(self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool) -> bool:
-        """Checkpoint the splitter: move the cursor from ``offset`` (only if it is still there) to ``to_offset``."""
+    def advance_split(
+        self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool, emitted: int = 0
+    ) -> bool:
+        """Checkpoint the splitter: move the cursor from ``offset`` (only if it is still there) to ``to_offset``,
+        counting the ``emitted`` job lines the step queued."""
         try:
             self._table.update_item(
                 Key={"batch_id": batch_id, "item": BATCH_ITEM},
-                UpdateExpression="SET split_offset = :to, split_line = :line, split_done = :done, updated_at = :now",
+                UpdateExpression="SET split_offset = :to, split_line = :line, split_done = :done, updated_at = :now "
+                "ADD emitted :emitted",
                 ConditionExpression="split_offset = :from AND split_done = :false",
                 ExpressionAttributeValues={
                     ":to": to_offset, ":line": to_line, ":done": done, ":now": iso(now()), ":from": offset,
+                    ":false": False, ":emitted": emitted,
+                },
+            )  # fmt: skip
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+
+    def truncate_split(self, batch_id: str, *, offset: int, line: int, message: str) -> bool:
+        """The file version is gone at the cursor ``offset`` (file line ``line`` + 1 was not read): end the split
+        there, once. From now on no line at or after it can be submitted (``submit_line``'s condition); lines of a
+        step that queued them but died before its checkpoint and were submitted already stay in the batch, so
+        ``total`` is the checkpointed lines plus those."""
+        truncation = BatchTruncation(message=message, truncated_at_line=line + 1)
+        try:
+            self._table.update_item(
+                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+                UpdateExpression="SET truncated = :t, updated_at = :now",
+                ConditionExpression="split_offset = :from AND split_done = :false AND attribute_not_exists(truncated)",
+                ExpressionAttributeValues={
+                    ":t": truncation.model_dump(mode="json"), ":now": iso(now()), ":from": offset, ":false": False,
+                },
+            )  # fmt: skip
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            batch = self.find(batch_id)  # a redelivery of a step that died between these two writes goes on
+            if batch is None or batch.split_done or batch.truncated is None or batch.split_offset != offset:
+                return False
+        batch = self.find(batch_id)
+        assert batch is not None and batch.truncated is not None
+        beyond = sum(
+            1
+            for item in self.lines(batch_id)
+            if item["line"] >= batch.truncated.truncated_at_line and item.get("submitted")
+        )
+        try:
+            self._table.update_item(
+                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+                UpdateExpression="SET #total = :total, split_done = :true, updated_at = :now",
+                ConditionExpression="split_offset = :from AND split_done = :false",
+                ExpressionAttributeNames={"#total": "total"},
+                ExpressionAttributeValues={
+                    ":total": batch.emitted + beyond, ":true": True, ":now": iso(now()), ":from": offset,
                     ":false": False,
                 },
             )  # fmt: skip
@@ -180,8 +231,10 @@ class BatchStore:
                     "TableName": self._name,
                     "Key": self._key(batch_id, BATCH_ITEM),
                     "UpdateExpression": f"ADD {state} :one SET updated_at = :now",
-                    "ConditionExpression": "attribute_exists(batch_id)",
-                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp}),
+                    # a batch whose file went away mid-split takes no line at or after the first unread one
+                    "ConditionExpression": "attribute_exists(batch_id) AND "
+                    "(attribute_not_exists(truncated) OR truncated.truncated_at_line > :n)",
+                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp, ":n": line}),
                 }
             },
         ]
