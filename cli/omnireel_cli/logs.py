@@ -119,7 +119,9 @@ def read_new(source: Source) -> Iterator[str]:
     lines = data.split(b"\n")
     source.partial = lines.pop()  # an unfinished last line waits for its end
     for raw in lines:
-        yield raw.decode(errors="replace").rstrip("\r")
+        line = raw.decode(errors="replace").rstrip("\r")
+        if line.strip():  # a blank line carries nothing, and would print as a row without its LINE column
+            yield line
 
 
 def show(target: Target, wanted: str | None, job: str | None, follow: bool, timeout: float | None,
