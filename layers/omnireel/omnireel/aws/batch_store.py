@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
-from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
@@ -21,6 +20,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
 from omnireel.aws.clients import client, table
+from omnireel.aws.dynamodb_values import plain
 from omnireel.batch_events import BatchCounts, BatchTruncation
 from omnireel.job import SourceVersion, iso, now
 
@@ -71,16 +71,6 @@ def line_item(line: int) -> str:
     return f"line#{line:05d}"
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _typed(values: dict[str, Any]) -> dict[str, Any]:
     return {k: _serializer.serialize(v) for k, v in values.items()}
 
@@ -117,7 +107,7 @@ class BatchStore:
 
     def find(self, batch_id: str) -> Batch | None:
         item = self._table.get_item(Key={"batch_id": batch_id, "item": BATCH_ITEM}, ConsistentRead=True).get("Item")
-        return Batch.model_validate(_plain(item)) if item else None
+        return Batch.model_validate(plain(item)) if item else None
 
     def advance_split(
         self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool, emitted: int = 0
@@ -189,7 +179,7 @@ class BatchStore:
     # ------------------------------------------------------------ lines
     def line(self, batch_id: str, line: int) -> dict[str, Any] | None:
         item = self._table.get_item(Key={"batch_id": batch_id, "item": line_item(line)}, ConsistentRead=True)
-        return _plain(item["Item"]) if "Item" in item else None
+        return plain(item["Item"]) if "Item" in item else None
 
     def lines(self, batch_id: str) -> Iterator[dict[str, Any]]:
         """Every line item, in line order (paged)."""
@@ -202,7 +192,7 @@ class BatchStore:
         while True:
             page = self._table.query(**kwargs)
             for item in page.get("Items", []):
-                yield _plain(item)
+                yield plain(item)
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import table
+from omnireel.aws.dynamodb_values import plain
 from omnireel.errors import JobConflict, JobNotFound
 from omnireel.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
 from omnireel.request import JobRequest
@@ -22,18 +22,8 @@ def _to_item(job: Job) -> dict[str, Any]:
     return item
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _from_item(item: dict[str, Any]) -> Job:
-    data = _plain(item)
+    data = plain(item)
     raw = data.pop("request_json", None)
     data["request"] = JobRequest.model_validate_json(raw) if raw else None
     return Job.model_validate(data)
