@@ -503,7 +503,30 @@ def apply(
 
     # 17. Step Functions StopExecution: moto marks the program stopped but a callback task (.waitForTaskToken) keeps
     #    waiting for its token or heartbeat (minutes), so the execution stayed RUNNING after DELETE /jobs/{id}
-    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too.
+    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too
+    #    (``patch_stop_execution``; the in-process pipeline harness applies it as well).
+    patch_stop_execution()
+
+    _apply_iam(service_credentials)
+
+    _applied = True
+    log.info(
+        "moto %s patched: lambda runner, sfn names/stop, sagemaker hosting, async sns/s3/sqs -> lambda, schedules, IAM",
+        MOTO_VERSION,
+    )
+    return invoker
+
+
+_stop_patched = False
+
+
+def patch_stop_execution() -> None:
+    """Patch 17 (see ``apply``): a stopped execution ends ABORTED at once, also while a callback task waits.
+    Idempotent per process (the harness's tests apply it once each)."""
+    global _stop_patched
+    if _stop_patched:
+        return
+    _stop_patched = True
     from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
 
     original_stop = ParserExecution.stop
@@ -518,8 +541,8 @@ def apply(
 
     ParserExecution.stop = stop
 
-    #    The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
-    #    (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
+    # The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
+    # (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
     from moto.stepfunctions.parser.asl.eval.environment import Environment as AslEnvironment
     from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 
@@ -532,15 +555,6 @@ def apply(
             return _original(self, *args, **kwargs)
 
         setattr(AslEnvironment, name, unless_stopped)
-
-    _apply_iam(service_credentials)
-
-    _applied = True
-    log.info(
-        "moto %s patched: lambda runner, sfn names/stop, sagemaker hosting, async sns/s3/sqs -> lambda, schedules, IAM",
-        MOTO_VERSION,
-    )
-    return invoker
 
 
 def _patch_dynamodb_transactions() -> None:
