@@ -4,6 +4,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
+from omnireel_local.moto_patches import patch_early_callbacks
 from tests.integration.pipeline.harness import Pipeline
 
 
@@ -22,6 +23,9 @@ def make_pipeline(monkeypatch):
         return EmptyResult()
 
     monkeypatch.setattr(StepFunctionResponse, "send_task_failure", send_task_failure)
+    # moto 5.2.5 misses a callback answered (or heartbeated) while the task's Lambda still runs: the local stack's
+    # patch 18 (omnireel_local.moto_patches), applied here for this test only.
+    patch_early_callbacks(monkeypatch.setattr)
 
     def make(**overrides: str) -> Pipeline:
         pipeline = Pipeline(**overrides)
