@@ -162,7 +162,7 @@ deploy: preflight $(SAM_STAMP) ## preflight, sam build, sam deploy: make deploy 
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
 	@SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
 
-smoke: $(STAMP) $(EMU_STAMP) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
+smoke: $(STAMP) $(if $(STACK),,$(EMU_STAMP)) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
 	@$(VENV)/bin/omnireel smoke $(if $(STACK),--stack $(STACK))
 
 RELAY_PLATFORM ?= linux/arm64
