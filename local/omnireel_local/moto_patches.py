@@ -507,6 +507,14 @@ def apply(
     #    (``patch_stop_execution``; the in-process pipeline harness applies it as well).
     patch_stop_execution()
 
+    # 18. Step Functions callback tasks with HeartbeatSeconds: moto sets up the heartbeat wait only after the task's
+    #    Lambda invocation returns. A SendTaskHeartbeat sent by that Lambda itself answered InvalidToken, and a
+    #    SendTaskSuccess / SendTaskFailure that arrived while the Lambda was still running was recorded but never seen:
+    #    the wait started afterwards, timed out after HeartbeatSeconds and the task failed States.HeartbeatTimeout.
+    #    AWS accepts a task's token from the moment the task starts (GenerateImageAndVideo heartbeats and queues the
+    #    render itself, and the render's notification can answer before its invocation returns).
+    patch_early_callbacks()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -517,16 +525,9 @@ def apply(
     return invoker
 
 
-_stop_patched = False
-
-
-def patch_stop_execution() -> None:
+def patch_stop_execution(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
     """Patch 17 (see ``apply``): a stopped execution ends ABORTED at once, also while a callback task waits.
-    Idempotent per process (the harness's tests apply it once each)."""
-    global _stop_patched
-    if _stop_patched:
-        return
-    _stop_patched = True
+    ``set_attribute``: as in ``patch_early_callbacks`` (the in-process integration tests undo it after each test)."""
     from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
 
     original_stop = ParserExecution.stop
@@ -539,7 +540,7 @@ def patch_stop_execution() -> None:
             endpoint.interrupt_all()
         return result
 
-    ParserExecution.stop = stop
+    set_attribute(ParserExecution, "stop", stop)
 
     # The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
     # (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
@@ -554,7 +555,32 @@ def patch_stop_execution() -> None:
                 return None
             return _original(self, *args, **kwargs)
 
-        setattr(AslEnvironment, name, unless_stopped)
+        set_attribute(AslEnvironment, name, unless_stopped)
+
+
+def patch_early_callbacks(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 18 (see ``apply``); ``set_attribute`` lets the in-process integration tests apply it with pytest's
+    ``monkeypatch.setattr`` (undone after each test)."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+
+    original_setup = CallbackEndpoint.setup_heartbeat_endpoint
+
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original_setup(self, heartbeat_seconds=heartbeat_seconds)
+        if self.get_outcome() is not None or getattr(self, "_omnireel_early_heartbeat", False):
+            endpoint.notify()  # the answer (or a heartbeat) came while the task's Lambda was still running
+        return endpoint
+
+    def notify_heartbeat(self: Any) -> bool:
+        endpoint = self._heartbeat_endpoint
+        if endpoint is None:
+            self._omnireel_early_heartbeat = True
+            return True
+        endpoint.notify()
+        return True
+
+    set_attribute(CallbackEndpoint, "setup_heartbeat_endpoint", setup_heartbeat_endpoint)
+    set_attribute(CallbackEndpoint, "notify_heartbeat", notify_heartbeat)
 
 
 def _patch_dynamodb_transactions() -> None:

@@ -94,7 +94,7 @@ def build_image_ready_event(job: Job, image: ArtifactLink, stored_at: str) -> Im
         event_id=job_id_for(f"{job.execution}/job.image_ready"),
         occurred_at=stored_at,
         job_id=job.job_id,
-        status=job.status.value,
+        status=JobStatus.GENERATING_IMAGE.value,  # when the image was stored (published once the render is queued)
         prompt=job.request.prompt if job.request else None,
         request=job.request,
         source=job.source,

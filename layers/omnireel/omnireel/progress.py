@@ -1,6 +1,7 @@
-"""Progress events: ``job.image_ready`` as soon as the still is stored, so a consumer can show it while the video
-renders. Published to the job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to
-the job's webhook when the request asked for it (``webhook_events``).
+"""Progress events: ``job.image_ready`` once the still is stored (GenerateImage publishes it right after queueing the
+video render, which is what the job waits for), so a consumer can show it while the video renders. Published to the
+job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to the job's webhook when the
+request asked for it (``webhook_events``).
 
 Once per job record in the normal case: the job remembers ``image_ready_published_at``, and a retried GenerateImage
 that finds the image stored publishes only if that mark is missing (a crash between publishing and marking sends the
@@ -13,7 +14,7 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.events import ArtifactLink, ImageReadyEvent, build_image_ready_event
-from omnireel.job import iso, now
+from omnireel.job import JobStatus, iso, now
 from omnireel.s3uri import S3Uri
 
 
@@ -25,7 +26,9 @@ def publish_image_ready(
     if job.image_ready_published_at or not job.artifacts.image:
         return None
     url, expires_at = artifacts.presign(S3Uri.parse(job.artifacts.image), presign_seconds)
-    stored_at = job.stage_times.get("image_stored") or iso(now())
+    # GenerateImage publishes it right after queueing the render; the image was stored just before the job entered
+    # staging_video, so that is when it occurred.
+    stored_at = job.stage_times.get(JobStatus.STAGING_VIDEO.value) or iso(now())
     event = build_image_ready_event(
         job, ArtifactLink(s3_uri=job.artifacts.image, url=url, expires_at=expires_at), stored_at
     )

@@ -65,21 +65,23 @@ class BatchSettings(InboxSettings):
     batch_retry_base_seconds: int = Field(default=2, ge=1, le=60)
 
 
-class ImageSettings(JobStoreSettings, ArtifactSettings):
-    """GenerateImage: the image call, then the video request it stages (so both model ids)."""
+class VideoSettings(JobStoreSettings, ArtifactSettings):
+    """The async video request (InvokeEndpointAsync), queued by GenerateImage."""
+
+    video_endpoint_name: str
+    # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
+    video_invocation_timeout_seconds: int = Field(default=900, ge=1, le=3600)
+    video_request_ttl_seconds: int = Field(default=3600, ge=60, le=21600)
+
+
+class ImageSettings(VideoSettings):
+    """GenerateImage: the image call, then the video request it stages and queues (so both model ids)."""
 
     image_endpoint_name: str
     job_events_topic_arn: str  # job.image_ready
     event_bus_name: str = "default"
     image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
     video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
-
-
-class VideoSettings(JobStoreSettings, ArtifactSettings):
-    video_endpoint_name: str
-    # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
-    video_invocation_timeout_seconds: int = Field(default=900, ge=1, le=3600)
-    video_request_ttl_seconds: int = Field(default=3600, ge=60, le=21600)
 
 
 class ResultSettings(JobStoreSettings, ArtifactSettings):

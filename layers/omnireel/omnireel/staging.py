@@ -1,11 +1,13 @@
 """Staging the video request: the generated image becomes the /v1/videos/sync request, stored in S3 for the async
-endpoint. GenerateImage runs it right after the image.
+endpoint. GenerateImage runs it right after the image, then queues the request itself (``steps.invoke_video``).
 
 Its own module so that only the function that stages imports the image and multipart libraries (libvips,
 requests-toolbelt): the other step functions' cold starts do not pay for them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
@@ -18,15 +20,28 @@ from omnireel.steps import require_request
 from omnireel.video_request import build_video_request
 
 
+@dataclass(frozen=True)
+class StagedRequest:
+    uri: str  # jobs/<id>/video-request.multipart
+    content_type: str | None  # multipart/form-data; boundary=...; None when a retry found it staged and queued
+
+
 def stage_video_request(
     job_id: str, *, png: bytes | None, jobs: JobStore, artifacts: ArtifactStore, model_id: str | None
-) -> str:
+) -> StagedRequest:
     """Build the /v1/videos/sync request from the still and stage it in S3 for InvokeEndpointAsync.
 
     Runs in GenerateImage, right after the image, on the PNG bytes it already holds (``png``): no S3 round trip of
-    the 1.6-2.7 MB PNG and no extra Lambda hop. Only a retry (``png`` None) reads the stored image back.
+    the 1.6-2.7 MB PNG and no extra Lambda hop. Only a retry (``png`` None) reads the stored image back; a retry that
+    finds the job rendering already (it crashed after storing the task token) keeps the staged request.
     """
-    job = jobs.transition(job_id, JobStatus.STAGING_VIDEO)
+    try:
+        job = jobs.transition(job_id, JobStatus.STAGING_VIDEO)
+    except JobConflict:
+        job = jobs.get(job_id)
+        if job.status is not JobStatus.RENDERING_VIDEO or not job.artifacts.video_request:
+            raise
+        return StagedRequest(job.artifacts.video_request, None)
     request = require_request(job)
     if png is None:
         if not job.artifacts.image:
@@ -40,4 +55,4 @@ def stage_video_request(
         "video request staged",
         extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
     )
-    return uri
+    return StagedRequest(uri, staged.content_type)

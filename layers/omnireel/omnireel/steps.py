@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import TaskCallbacks
 from omnireel.errors import (
@@ -26,6 +27,7 @@ from omnireel.job import Job, JobStatus
 from omnireel.mp4 import check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
+from omnireel.outcome import finish_job
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key
 
@@ -56,9 +58,10 @@ def generate_image(
     try:
         job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
     except JobConflict:
-        # GenerateImage also stages the video request: a retry after the image was stored finds the job staging.
+        # GenerateImage also stages and queues the video request: a retry after the image was stored finds the job
+        # staging, or rendering (it crashed after storing the task token).
         job = jobs.get(job_id)
-        if job.status is not JobStatus.STAGING_VIDEO or not job.artifacts.image:
+        if job.status not in (JobStatus.STAGING_VIDEO, JobStatus.RENDERING_VIDEO) or not job.artifacts.image:
             raise
         return GeneratedImage(job.artifacts.image, None)
     if job.artifacts.image and artifacts.size(S3Uri.parse(job.artifacts.image)):
@@ -80,8 +83,13 @@ def invoke_video(
     artifacts: ArtifactStore,
     invocation_timeout_seconds: int,
     request_ttl_seconds: int,
+    content_type: str | None = None,
 ) -> None:
-    """Store the task token with the job, then hand the staged request to the async endpoint."""
+    """Store the task token with the job, then hand the staged request to the async endpoint.
+
+    Runs in GenerateImage right after staging (``content_type``: the staged request's, known there; None on a retry
+    that found the request staged already, which reads it from S3).
+    """
     job = jobs.transition(job_id, JobStatus.RENDERING_VIDEO, task_token=task_token)
     if job.async_invocation is not None:
         # A retried attempt: the request is already queued; never render twice.
@@ -90,7 +98,7 @@ def invoke_video(
         if not job.artifacts.video_request:
             raise JobConflict(f"job {job_id} has no staged video request")
         uri = S3Uri.parse(job.artifacts.video_request)
-        content_type = artifacts.content_type(uri)
+        content_type = content_type or artifacts.content_type(uri)
         invocation = endpoint.invoke_async(
             input_location=str(uri),
             content_type=content_type,
@@ -127,31 +135,52 @@ def _failure_text(artifacts: ArtifactStore, location: str | None) -> str | None:
 
 
 def complete_video(
-    notification: AsyncInferenceNotification, *, jobs: JobStore, artifacts: ArtifactStore, callbacks: TaskCallbacks
+    notification: AsyncInferenceNotification,
+    *,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    callbacks: TaskCallbacks,
+    publisher: EventPublisher,
+    presign_seconds: int,
 ) -> str:
     """Resolve the waiting callback task from a SageMaker async notification.
 
-    Returns what happened ("succeeded", "failed", "ignored"). Repeated deliveries are harmless:
-    the copy is idempotent and a second answer to a resolved task is ignored.
+    On success the job's terminal transition and its one ``job.succeeded`` event happen here, before the task is
+    answered (``published: true`` in the task output: the state machine then ends without a PublishSucceeded step).
+    Returns what happened ("succeeded", "failed", "ignored"). Repeated deliveries are harmless: the copy is
+    idempotent, ``finish_job`` publishes once, and a second answer to a resolved task is ignored. A delivery retried
+    after a crash between the event and the answer finds the job succeeded and answers the task.
     """
     job = jobs.find(notification.inference_id)
     if job is None:
         logger.warning("notification for an unknown job", extra={"inference_id": notification.inference_id})
         return "ignored"
     token = jobs.task_token(job.job_id)
-    if job.status is not JobStatus.RENDERING_VIDEO or not token:
+    waiting = job.status is JobStatus.RENDERING_VIDEO or (notification.succeeded and job.status is JobStatus.SUCCEEDED)
+    if not waiting or not token:
         logger.info("notification for a job not waiting on video", extra={"job_id": job.job_id, "status": job.status})
         return "ignored"
     if notification.succeeded:
-        location = notification.output_location or (job.async_invocation and job.async_invocation.output_location)
-        try:
-            uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts)
-        except (MalformedModelOutput, ValueError) as exc:
-            error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
-            callbacks.fail(token, error.code, error.code, error.message)
-            return "failed"
-        callbacks.succeed(token, {"job_id": job.job_id, "video": uri})
-        return "succeeded"
+        uri = job.artifacts.video
+        if job.status is JobStatus.RENDERING_VIDEO or not uri:
+            location = notification.output_location or (job.async_invocation and job.async_invocation.output_location)
+            try:
+                uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts)
+            except (MalformedModelOutput, ValueError) as exc:
+                error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
+                callbacks.fail(token, error.code, error.code, error.message)
+                return "failed"
+        finish_job(
+            job.job_id,
+            JobStatus.SUCCEEDED,
+            step_error=None,
+            jobs=jobs,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=presign_seconds,
+        )
+        answered = callbacks.succeed(token, {"job_id": job.job_id, "video": uri, "published": True})
+        return "succeeded" if answered or job.status is JobStatus.RENDERING_VIDEO else "ignored"
     error_cls = VideoExpired if notification.invocation_status is InvocationStatus.EXPIRED else VideoRenderFailed
     location = notification.error_location or (job.async_invocation.failure_location if job.async_invocation else None)
     detail = notification.failure_reason or _failure_text(artifacts, location) or notification.invocation_status.value

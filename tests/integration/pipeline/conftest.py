@@ -4,7 +4,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
-from omnireel_local.moto_patches import patch_stop_execution
+from omnireel_local.moto_patches import patch_early_callbacks, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline
 
 
@@ -15,7 +15,7 @@ def make_pipeline(monkeypatch):
     mock.start()
     # As on AWS (and the local stack): a stopped execution ends ABORTED at once, also while its callback task waits
     # for the video; without it every execution left waiting kept the teardown below busy until its 10 s bound.
-    patch_stop_execution()
+    patch_stop_execution(monkeypatch.setattr)
     created = []
 
     # moto 5.2.5 drops SendTaskFailure's `cause` (AWS passes it to Catch as $.error.Cause).
@@ -26,6 +26,9 @@ def make_pipeline(monkeypatch):
         return EmptyResult()
 
     monkeypatch.setattr(StepFunctionResponse, "send_task_failure", send_task_failure)
+    # moto 5.2.5 misses a callback answered (or heartbeated) while the task's Lambda still runs: the local stack's
+    # patch 18 (omnireel_local.moto_patches), applied here for this test only.
+    patch_early_callbacks(monkeypatch.setattr)
 
     def make(**overrides: str) -> Pipeline:
         pipeline = Pipeline(**overrides)

@@ -213,7 +213,7 @@ class Pipeline:
         self.image_endpoint = FakeImageEndpoint()
         self.video_endpoint = FakeVideoEndpoint(self.artifacts_bucket)
         self.handlers["generate_image"].endpoint = self.image_endpoint
-        self.handlers["invoke_video"].endpoint = self.video_endpoint
+        self.handlers["generate_image"].video_endpoint = self.video_endpoint
         return self
 
     def lambda_patch(self) -> Callable[..., tuple[str, bool, str]]:

@@ -1,5 +1,7 @@
 """The real ASL, run by moto's executing Step Functions, with the real handlers in-process."""
 
+import json
+
 import pytest
 
 from omnireel.errors import EndpointRejected
@@ -128,7 +130,7 @@ def test_the_video_request_is_staged_from_the_png_in_hand(pipeline, monkeypatch)
     image = pipeline.s3.get_object(Bucket=pipeline.artifacts_bucket, Key=f"jobs/{job_id}/image.png")
     assert image["ContentType"] == "image/png" and image["Body"].read().startswith(b"\x89PNG")  # kept for consumers
     assert [name for name, _ in pipeline.invocations].count("generate_image") == 1
-    assert "stage_video_request" not in {name for name, _ in pipeline.invocations}
+    assert not {"stage_video_request", "invoke_video"} & {name for name, _ in pipeline.invocations}
 
 
 def test_a_staging_crash_after_the_image_is_stored_reuses_the_image(pipeline, monkeypatch):
@@ -196,7 +198,8 @@ def test_duplicate_sns_delivery_is_harmless(pipeline):
 
 @pytest.mark.parametrize("outcome", ["output", "failure"])
 def test_callback_timeout_is_reconciled_from_s3(make_pipeline, outcome):
-    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="3", VideoHeartbeatSeconds="2")
+    # The heartbeat (2 s of silence after the render is queued) ends the wait; the state's timeout covers the image too.
+    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="8", VideoHeartbeatSeconds="2")
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
     # The SNS notification is lost: only S3 knows what happened.
@@ -217,7 +220,7 @@ def test_callback_timeout_is_reconciled_from_s3(make_pipeline, outcome):
 
 
 def test_callback_timeout_with_nothing_in_s3_fails_clearly(make_pipeline):
-    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="3", VideoHeartbeatSeconds="2")
+    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="8", VideoHeartbeatSeconds="2")
     job_id = submit(pipeline)
     assert pipeline.execution(job_id)["status"] == "FAILED"
     job = pipeline.job(job_id)
@@ -288,12 +291,77 @@ def test_the_safety_net_adds_nothing_after_a_normal_failure(pipeline):
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.failed"]
 
 
-def test_a_crash_in_the_callback_step_is_retried_and_never_renders_twice(pipeline):
-    pipeline.crash_next["invoke_video"] = 1
+def test_a_crash_after_the_render_is_queued_is_retried_and_never_renders_twice(pipeline, monkeypatch):
+    """GenerateImageAndVideo crashes after InvokeEndpointAsync (here: publishing job.image_ready): the retry finds the
+    job rendering with its request queued, stores the new task token, and the render's notification answers it."""
+    module = pipeline.handlers["generate_image"]
+    original, crashes = module.publish_image_ready, []
+
+    def crash_once(*args, **kwargs):
+        if not crashes:
+            crashes.append(1)
+            raise RuntimeError("injected crash after the render was queued")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "publish_image_ready", crash_once)
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
+    pipeline.wait(lambda: [n for n, _ in pipeline.invocations].count("generate_image") == 2, what="the retry")
+    pipeline.wait(lambda: pipeline.job(job_id)["status"] == "rendering_video" and len(crashes) == 1, what="retry")
+    pipeline.wait(lambda: pipeline.consumer_events(progress=True, expect=1, timeout=1), what="job.image_ready")
     pipeline.write_output(job_id, tiny_mp4())
     pipeline.publish_notification(job_id, "Completed")
     assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
     assert "RuntimeError" in pipeline.history_errors(job_id)
     assert len([c for c in pipeline.video_endpoint.calls if c["inference_id"] == job_id]) == 1
+    assert len(pipeline.image_endpoint.calls) == 1
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+
+
+def test_a_success_takes_two_lambda_hops_and_the_event_leaves_before_the_task_is_answered(pipeline, monkeypatch):
+    """Issue 11 item 3: GenerateImageAndVideo queues the render itself (no InvokeVideo) and AsyncResult publishes
+    job.succeeded before SendTaskSuccess (no PublishSucceeded): a success is two Lambda invocations of the pipeline."""
+    module = pipeline.handlers["async_result"]
+    order = []
+    publish, succeed = module.publisher.publish, module.callbacks.succeed
+    monkeypatch.setattr(module.publisher, "publish", lambda event: order.append("event") or publish(event))
+    monkeypatch.setattr(module.callbacks, "succeed", lambda *a, **k: order.append("answer") or succeed(*a, **k))
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    assert [name for name, _ in pipeline.invocations] == ["generate_image", "async_result"]
+    assert order == ["event", "answer"]
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+    history = pipeline.sfn.get_execution_history(executionArn=pipeline.execution_arn(job_id), maxResults=1000)
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history["events"] if "stateEnteredEventDetails" in e]
+    assert entered == ["GenerateImageAndVideo", "EventPublished", "JobSucceeded"]
+
+
+def test_a_crash_between_the_event_and_the_answer_is_answered_by_the_redelivery(pipeline, monkeypatch):
+    """AsyncResult published job.succeeded but crashed before SendTaskSuccess: Lambda's retry (the same notification
+    again) finds the job succeeded, publishes nothing more, and answers the task, so the execution ends at once."""
+    module = pipeline.handlers["async_result"]
+    original, crashes = module.callbacks.succeed, []
+
+    def crash_once(*args, **kwargs):
+        if not crashes:
+            crashes.append(1)
+            raise RuntimeError("injected crash before SendTaskSuccess")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module.callbacks, "succeed", crash_once)
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    message = json.dumps(pipeline.notification(job_id, "Completed"))
+    notification = {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": message}}]}
+    with pytest.raises(RuntimeError):
+        module.handler(notification, Context("async_result"))
+    assert pipeline.job(job_id)["status"] == "succeeded"
+    assert pipeline.handlers["async_result"].handler(notification, Context("async_result"))["results"] == [
+        {"job_id": job_id, "outcome": "succeeded"}
+    ]
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    assert [e["event_type"] for e in pipeline.consumer_events(expect=2, timeout=3)] == ["job.succeeded"]

@@ -27,7 +27,7 @@ def test_fields_are_read_from_their_upper_case_variables_and_typed() -> None:
 
 
 def test_defaults_apply_when_a_variable_is_absent() -> None:
-    image = ImageSettings.from_env({**BASE, "IMAGE_ENDPOINT_NAME": "img"})
+    image = ImageSettings.from_env({**BASE, "IMAGE_ENDPOINT_NAME": "img", "VIDEO_ENDPOINT_NAME": "vid"})
     assert image.image_model_id == "black-forest-labs/FLUX.2-klein-4B" and image.job_ttl_days == 30
     assert image.video_model_id == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
     assert InboxSettings.from_env({**BASE, "STATE_MACHINE_ARN": "a", "JOB_EVENTS_TOPIC_ARN": "t"}).event_bus_name == (
@@ -38,6 +38,8 @@ def test_defaults_apply_when_a_variable_is_absent() -> None:
 def test_a_missing_variable_fails_the_cold_start_naming_it() -> None:
     with pytest.raises(RuntimeError, match=r"VideoSettings: VIDEO_ENDPOINT_NAME$"):
         VideoSettings.from_env(BASE)
+    with pytest.raises(RuntimeError, match=r"ImageSettings: VIDEO_ENDPOINT_NAME$"):  # it queues the video request
+        ImageSettings.from_env({**BASE, "IMAGE_ENDPOINT_NAME": "img"})
     with pytest.raises(RuntimeError, match=r"JOBS_TABLE, ARTIFACTS_BUCKET|ARTIFACTS_BUCKET, JOBS_TABLE"):
         ResultSettings.from_env({"JOB_EVENTS_TOPIC_ARN": "arn:topic"})
 
@@ -75,6 +77,6 @@ def test_settings_are_frozen_and_ignore_other_variables() -> None:
 
 
 def test_from_env_reads_the_process_environment_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {**BASE, "IMAGE_ENDPOINT_NAME": "from-os"}.items():
+    for name, value in {**BASE, "IMAGE_ENDPOINT_NAME": "from-os", "VIDEO_ENDPOINT_NAME": "v"}.items():
         monkeypatch.setenv(name, value)
     assert ImageSettings.from_env().image_endpoint_name == "from-os"

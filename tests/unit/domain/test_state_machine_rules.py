@@ -18,7 +18,7 @@ def _states() -> dict:
 
 def test_callback_failures_are_never_retried():
     """States.TaskFailed (retried for crashes) matches every error name, so the first retrier must stop these."""
-    retriers = _states()["InvokeVideo"]["Retry"]
+    retriers = _states()["GenerateImageAndVideo"]["Retry"]
     assert retriers[0]["MaxAttempts"] == 0
     assert set(CALLBACK_FAILURE_CODES) <= set(retriers[0]["ErrorEquals"])
     assert {"States.Timeout", "States.HeartbeatTimeout", "StepError"} <= set(retriers[0]["ErrorEquals"])

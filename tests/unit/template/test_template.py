@@ -442,7 +442,7 @@ def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) ->
     states = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)["States"]
     total = 0.0
     for name, state in states.items():
-        if state["Type"] in ("Succeed", "Fail", "Pass"):
+        if state["Type"] in ("Succeed", "Fail", "Pass", "Choice"):
             continue
         assert state["Type"] == "Task", f"{name}: extend longest_execution_s for {state['Type']} states"
         retries = state.get("Retry", [])
