@@ -18,23 +18,54 @@ NODE_STAMP  := node_modules/.installed
 # Quiet pip's notes about local mirrors that do not exist on every machine.
 PIP_FILTER  := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help venv sam-venv checkov-venv aws-cli checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image preflight deploy
+.PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image preflight deploy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): requirements/*.txt layers/omnireel/requirements.txt relay/requirements.txt pyproject.toml
+$(STAMP): requirements/venv.txt requirements/local.txt requirements/constraints.txt layers/omnireel/requirements.txt relay/requirements.txt pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { echo "no Python >= 3.12 found" >&2; exit 1; }
-	@echo "==> [1/3] creating $(VENV) with $(PYTHON_BOOT)"
+	@echo "==> [.venv 1/3] creating $(VENV) with $(PYTHON_BOOT)"
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	@echo "==> [2/3] installing $$(grep -c '==' requirements/constraints.txt) pinned packages into $(VENV): local stack, layer, relay, tests (pip, quiet: the longest phase)"
-	@$(PIP) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
-	@echo "==> [3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
+	@echo "==> [.venv 2/3] installing the local stack, the layer and the relay into $(VENV) (pinned: requirements/venv.txt; pip, quiet: the longest phase)"
+	@$(PIP) install -r requirements/venv.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@echo "==> [.venv 3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
 	@$(PIP) install --no-deps --no-build-isolation -e . $(PIP_FILTER)
+	@# setuptools was only the editable install's build backend: nothing imports it at run time (10 MB).
+	@$(PIP) uninstall -y setuptools $(PIP_FILTER) >/dev/null
 	@touch $@
-	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MB)"
+	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MiB on disk)"
 
-venv: $(STAMP) ## create .venv (Python 3.13) with pinned dependencies and the omnireel CLI
+venv: $(STAMP) ## create .venv (Python 3.13): what running the stack needs, and the omnireel CLI
+
+# .venv-emulator and .venv-dev EXTEND .venv instead of reinstalling it (scripts/extend-venv: a .pth file runs
+# site.addsitedir() on the bases' site-packages). They have no pip of their own: .venv's pip installs into them.
+EMU_VENV    := .venv-emulator
+EMU_PY      := $(EMU_VENV)/bin/python
+EMU_STAMP   := $(EMU_VENV)/.installed
+DEV_VENV    := .venv-dev
+DEV_PY      := $(DEV_VENV)/bin/python
+DEV_STAMP   := $(DEV_VENV)/.installed
+
+$(EMU_STAMP): $(STAMP) requirements/emulator.txt requirements/constraints.txt
+	@echo "==> [$(EMU_VENV) 1/2] creating $(EMU_VENV) (extends $(VENV)): the container emulator's own environment"
+	@scripts/extend-venv $(PYTHON_BOOT) $(EMU_VENV) $(VENV)
+	@echo "==> [$(EMU_VENV) 2/2] installing PyAV (FFmpeg) and numpy into $(EMU_VENV): the emulator's H.264 MP4s, PNGs and PCM"
+	@$(PIP) --python $(EMU_PY) install -r requirements/emulator.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@touch $@
+	@echo "==> $(EMU_VENV) ready ($$(du -sm $(EMU_VENV) | cut -f1) MiB on disk)"
+
+emulator-venv: $(EMU_STAMP) ## create .venv-emulator (extends .venv): PyAV + numpy for the container emulator
+
+$(DEV_STAMP): $(STAMP) $(EMU_STAMP) requirements/dev.txt requirements/constraints.txt
+	@echo "==> [$(DEV_VENV) 1/2] creating $(DEV_VENV) (extends $(VENV) and $(EMU_VENV)): tests, lint, benches"
+	@scripts/extend-venv $(PYTHON_BOOT) $(DEV_VENV) $(EMU_VENV) $(VENV)
+	@echo "==> [$(DEV_VENV) 2/2] installing pytest, ruff, mypy, coverage and the test-only libraries into $(DEV_VENV)"
+	@$(PIP) --python $(DEV_PY) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@touch $@
+	@echo "==> $(DEV_VENV) ready ($$(du -sm $(DEV_VENV) | cut -f1) MiB on disk)"
+
+dev-venv: $(DEV_STAMP) ## create .venv-dev (extends .venv and .venv-emulator): pytest, ruff, mypy, coverage
 
 $(SAM_STAMP): requirements/sam.txt
 	@echo "==> creating $(SAM_VENV) (SAM CLI pins its own boto3)"
@@ -78,48 +109,49 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) ## sam validate --lint and ASL val
 	@$(PY) -m omnireel_template .aws-sam/asl >/dev/null
 	@npx --no-install asl-validator --json-path .aws-sam/asl/pipeline.asl.json
 
-lint: $(STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL validation + checkov
+lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL validation + checkov
 	@echo "==> ruff"
-	@$(VENV)/bin/ruff check .
-	@$(VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(VENV)/bin/ruff format .'" >&2; exit 1; }
+	@$(DEV_VENV)/bin/ruff check .
+	@$(DEV_VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(DEV_VENV)/bin/ruff format .'" >&2; exit 1; }
 	@echo "==> mypy (layers/, functions/, relay/: settings in pyproject.toml)"
-	@$(VENV)/bin/mypy
+	@$(DEV_VENV)/bin/mypy
 
 # Test files run in parallel (pytest-xdist, one file per worker at a time): every e2e worker starts its own local
 # stack with its own home and free ports, so workers never share state. TEST_WORKERS=1 runs them one by one.
 TEST_WORKERS ?= auto
-PYTEST := $(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-test-unit: $(STAMP)
+test-unit: $(DEV_STAMP)
 	@$(PYTEST) tests/unit
 
-test-integration: $(STAMP)
+test-integration: $(DEV_STAMP)
 	@$(PYTEST) tests/integration
 
-test-e2e: $(STAMP) $(AWS_STAMP)
+test-e2e: $(DEV_STAMP) $(AWS_STAMP)
 	@$(PYTEST) tests/e2e
 
-test: lint $(STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
+test: lint $(DEV_STAMP) $(AWS_STAMP) ## lint, then unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
 	@# Coverage of the product code (layers/, functions/, relay/; settings in pyproject.toml), in-process runs only:
 	@# the e2e tests' Lambda workers are separate processes and are not measured. Floor: the unit tests alone cover
 	@# 68% (2026-12-01); the whole suite only adds to that, so falling under 65% means tests were lost.
 	@$(PYTEST) tests --cov --cov-report=term:skip-covered --cov-fail-under=65
 
-demo: $(STAMP) ## start the local stack and run one prompt -> image -> video job
+demo: $(STAMP) $(EMU_STAMP) ## start the local stack and run one prompt -> image -> video job
 	@$(VENV)/bin/omnireel demo
 
 build: $(SAM_STAMP) ## sam build (no container needed)
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
 
-bench: $(STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
-	@$(PY) bench/video_request_prep.py
+# The benches run with .venv-dev's Python (numpy, PyAV), except cold_start: it measures .venv's packages as the layer.
+bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
+	@$(DEV_PY) bench/video_request_prep.py
 	@$(PY) bench/cold_start.py
-	@$(PY) bench/capacity.py
-	@$(PY) bench/relay_bench.py
-	@$(PY) bench/orchestration_overhead.py
-	@$(PY) bench/load.py
-	@$(PY) bench/batch.py
-	@$(PY) bench/reliability.py
+	@$(DEV_PY) bench/capacity.py
+	@$(DEV_PY) bench/relay_bench.py
+	@$(DEV_PY) bench/orchestration_overhead.py
+	@$(DEV_PY) bench/load.py
+	@$(DEV_PY) bench/batch.py
+	@$(DEV_PY) bench/reliability.py
 
 ENV ?= dev
 preflight: $(STAMP) ## checks that would fail a deploy late (rules, names, DLC tag, network): make preflight ENV=dev REGION=r
@@ -130,7 +162,7 @@ deploy: preflight $(SAM_STAMP) ## preflight, sam build, sam deploy: make deploy 
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
 	@SAM_CLI_TELEMETRY=0 $(SAM) deploy --config-env $(ENV) --region $(REGION) $(if $(STACK),--stack-name $(STACK))
 
-smoke: $(STAMP) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
+smoke: $(STAMP) $(if $(STACK),,$(EMU_STAMP)) ## post-deploy smoke test: image, 4-step video, TTS (STACK=name; default the local stack)
 	@$(VENV)/bin/omnireel smoke $(if $(STACK),--stack $(STACK))
 
 RELAY_PLATFORM ?= linux/arm64

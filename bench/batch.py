@@ -1,6 +1,6 @@
 """Batches end to end: one 1,000-line JSONL dropped into the inbox of an isolated local stack (issue 14).
 
-    .venv/bin/python bench/batch.py [--lines 1000] [--bad 10] [--in-flight 40] [--scale 0.05] [--out FILE|-]
+    .venv-dev/bin/python bench/batch.py [--lines 1000] [--bad 10] [--in-flight 40] [--scale 0.05] [--out FILE|-]
 
 A real S3 PUT of ``prompts/bench-<n>.jsonl`` (``--bad`` of its lines are invalid, spread through the file) starts the
 fan-out exactly as on AWS: the inbox function records the batch and queues the first split step; BatchSubmit (SQS
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = f"""## Batches (`bench/batch.py`)
 
-Command: `.venv/bin/python bench/batch.py --lines {args.lines} --bad {args.bad} --in-flight {args.in_flight} \
+Command: `.venv-dev/bin/python bench/batch.py --lines {args.lines} --bad {args.bad} --in-flight {args.in_flight} \
 --submit-concurrency {args.submit_concurrency} --scale {args.scale:g}`. Machine: {machine()}. Date: {today()}. \
 Run time: {time.monotonic() - began:.0f} s.
 

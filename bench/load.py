@@ -1,6 +1,6 @@
 """Load: hundreds of concurrent jobs through the embedded local stack, model times in the AWS sample's proportion.
 
-    .venv/bin/python bench/load.py [--jobs 300] [--scale 0.05] [--video-concurrency 2] [--out docs/benchmarks.md|-]
+    .venv-dev/bin/python bench/load.py [--jobs 300] [--scale 0.05] [--video-concurrency 2] [--out docs/benchmarks.md|-]
 
 One isolated local stack; the emulators take the AWS sample's image 4.7 s : video 8.9 s x ``--scale``; the async
 video endpoint runs ``--video-concurrency`` requests at a time (``VideoMaxConcurrentInvocationsPerInstance``, one
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     video_capacity = args.video_concurrency / model_video
     text = f"""## Load (`bench/load.py`)
 
-Command: `.venv/bin/python bench/load.py --jobs {args.jobs} --scale {args.scale:g} --video-concurrency \
+Command: `.venv-dev/bin/python bench/load.py --jobs {args.jobs} --scale {args.scale:g} --video-concurrency \
 {args.video_concurrency} --seed {args.seed}`. Machine: {machine()}. Date: {today()}. Run time: \
 {time.monotonic() - began:.0f} s.
 

@@ -1,7 +1,7 @@
 """Orchestration overhead at real model times: ours (Step Functions + SNS callback) vs the AWS sample's 5 s S3 polling.
 
-    .venv/bin/python bench/orchestration_overhead.py [--pairs 20] [--concurrency 1] [--scale 1] [--video-variation 2.5]
-        [--seed 11] [--out FILE|-]
+    .venv-dev/bin/python bench/orchestration_overhead.py [--pairs 20] [--concurrency 1] [--scale 1]
+        [--video-variation 2.5] [--seed 11] [--out FILE|-]
 
 Both run on one isolated local stack, side by side: each pair starts one job of ours and one of the sample's at the
 same moment (same prompt, seed and the sample's sizes), ``--concurrency`` pairs at a time.
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     failed_detail = (": " + "; ".join(failures[:3])) if failures else ""
     text = f"""## Orchestration overhead vs S3 polling, real model times (`bench/orchestration_overhead.py`)
 
-Command: `.venv/bin/python bench/orchestration_overhead.py --pairs {args.pairs} --concurrency {args.concurrency} \
+Command: `.venv-dev/bin/python bench/orchestration_overhead.py --pairs {args.pairs} --concurrency {args.concurrency} \
 --scale {args.scale:g} --video-variation {args.video_variation:g} --seed {args.seed}`. Machine: {machine()}. Date: \
 {today()}. Run time: {time.monotonic() - began:.0f} s. Load average at the end: {load[0]:.1f} / {load[1]:.1f} (1 / 5 \
 min; other sessions share the 2 CPUs).

@@ -1,6 +1,6 @@
 """Fault-injection suite on the embedded local stack: every accepted job ends in exactly one terminal event.
 
-    .venv/bin/python bench/reliability.py --jobs 250 --seed 7 [--out docs/reliability.md|-]
+    .venv-dev/bin/python bench/reliability.py --jobs 250 --seed 7 [--out docs/reliability.md|-]
 
 Starts an isolated local stack (temp OMNIREEL_HOME, free ports) with short callback timeouts
 (``VideoHeartbeatSeconds``/``VideoCallbackTimeoutSeconds`` template parameters), then runs phases, each with its own
@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     per_phase = max(2, args.jobs // (len(phases(1, long=False)) + 5))  # targeted phases x n + overwrite 2n + mixed 4n
     result = run(per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8)
-    text = report(result, f".venv/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
+    text = report(result, f".venv-dev/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
     print(text)
     if args.out != "-":
         Path(args.out).write_text(text)

@@ -1,6 +1,6 @@
 """Video request preparation: 1024x1024 PNG -> 480x320 JPEG data URL -> staged multipart body.
 
-    .venv/bin/python bench/video_request_prep.py [--quick] [--reps 150] [--out docs/benchmarks.md|-]
+    .venv-dev/bin/python bench/video_request_prep.py [--quick] [--reps 150] [--out docs/benchmarks.md|-]
 
 Side by side, in one process, interleaved call by call on the same deterministic photo-like PNGs:
 
@@ -395,10 +395,10 @@ def main() -> None:
     met = min(speedups) >= 1.5 and abs(worst) <= 0.005 and largest_part < MAX_TEXT_PART_BYTES
     text = f"""## Video request preparation (`bench/video_request_prep.py`)
 
-Command: `.venv/bin/python bench/video_request_prep.py{" --quick" if args.quick else ""}` ({reps} timed calls per method
-and image). Machine: {machine()}. Date: {today()}. Run time: {time.perf_counter() - started:.0f} s. Load average at
-the end: {os.getloadavg()[0]:.1f} (other sessions share the 2 CPUs; both methods are interleaved call by call, so the
-ratio is fair even when absolute times are noisy).
+Command: `.venv-dev/bin/python bench/video_request_prep.py{" --quick" if args.quick else ""}` ({reps} timed calls per
+method and image). Machine: {machine()}. Date: {today()}. Run time: {time.perf_counter() - started:.0f} s. Load
+average at the end: {os.getloadavg()[0]:.1f} (other sessions share the 2 CPUs; both methods are interleaved call by
+call, so the ratio is fair even when absolute times are noisy).
 
 Input: {n_img} deterministic photo-like 1024x1024 RGB PNGs (gradients, 1/f texture, shapes, thin lines,
 grain; Pillow's default PNG encoder, as the image container uses). Output: the full /v1/videos/sync multipart

@@ -3,7 +3,7 @@
 (a) image: one request straight to the image endpoint (``InvokeEndpoint``, ``CustomAttributes=route=/v1/images/
     generations``) -> ``validation-output.png`` (PNG signature and size checked);
 (b) video: one job through the HTTP API with ``video.num_inference_steps=4``, waited to its terminal state ->
-    ``validation-output.mp4`` (decoded with PyAV: frame count and size as the job asked);
+    ``validation-output.mp4`` (its sample table, read by mp4_facts: frame count and size as the job asked);
 (c) voice: one utterance through the TTS relay -> ``validation-output.wav`` (24 kHz mono 16-bit), skipped with a note
     when the stack has no voice (EnableVoice=false: no RelayUrl output; locally: ``local up --no-relay``).
 
@@ -23,6 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+
+from omnireel.errors import MalformedModelOutput
 
 from . import jobs, tts
 from .errors import CliError
@@ -136,19 +138,16 @@ def check_video(target: Target, out: Path, prompt: str, timeout: float, say: Cal
 
 
 def _decode_mp4(path: Path) -> tuple[int, int, int, str]:
-    try:
-        import av
+    """Frames, size and codec from the MP4's sample table (mp4_facts: stdlib, no FFmpeg in .venv)."""
+    from .mp4_facts import read_video_facts
 
-        with av.open(str(path)) as container:
-            stream = container.streams.video[0]
-            frames = [frame for frame in container.decode(stream)]
-            if not frames:
-                raise CheckFailed(f"{path} has no video frames")
-            return len(frames), frames[0].width, frames[0].height, stream.codec_context.name
-    except CheckFailed:
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"{path} does not decode: {exc}") from exc
+    try:
+        facts = read_video_facts(path)
+    except (OSError, MalformedModelOutput) as exc:
+        raise CheckFailed(f"{path} is not a playable MP4: {exc}") from exc
+    if not facts.frames:
+        raise CheckFailed(f"{path} has no video frames")
+    return facts.frames, facts.width, facts.height, facts.codec
 
 
 def check_voice(relay: tts.Relay, out: Path, timeout: float) -> str:

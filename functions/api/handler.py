@@ -5,8 +5,8 @@ up to 1,000 jobs at once, GET /batches/{batch_id} reports their counts and, once
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
 reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and the
-resolver's exception handlers below map each to its status (400, 403, 404, 409) with a bounded message
-(``omnireel.bounded``).
+resolver's exception handlers below map each to its status (400, 403, 404, 409; 500 for a job whose execution name
+is taken) with a bounded message (``omnireel.bounded``).
 """
 
 import base64
@@ -31,16 +31,18 @@ from omnireel.caller import caller_scope
 from omnireel.cancellation import cancel_job, cancellation_view
 from omnireel.errors import (
     BatchNotFound,
+    ExecutionNameTaken,
     IdempotencyConflict,
     InvalidRequest,
     JobFinished,
     JobNotFound,
     NotJobOwner,
 )
-from omnireel.job import Job
+from omnireel.job import Job, JobStatus
 from omnireel.job_view import job_view
 from omnireel.listing import job_summary, list_jobs, parse_list_query
 from omnireel.observability import MetricUnit, logger, metrics, tracer
+from omnireel.outcome import finish_job
 from omnireel.request import check_webhook_url, parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
@@ -242,6 +244,19 @@ def job_finished(exc: JobFinished) -> Response:
     """409 with the job's status: the cancel came after the job had ended."""
     body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
     return Response(409, content_types.APPLICATION_JSON, body)
+
+
+@app.exception_handler(ExecutionNameTaken)
+def execution_name_taken(exc: ExecutionNameTaken) -> Response:
+    """500 naming the job: it is recorded, but its execution can never start under its name. It is failed now, with
+    its one ``job.failed`` (a retry with the same key answers that failed job), not left for the deadline sweep."""
+    cause = json.dumps(exc.to_dict())
+    finish_job(
+        exc.job_id, JobStatus.FAILED, step_error={"Error": exc.code, "Cause": cause}, jobs=jobs, artifacts=artifacts,
+        publisher=publisher, presign_seconds=settings.presign_seconds,
+    )  # fmt: skip
+    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "job_id": exc.job_id, "status": "failed"}
+    return Response(500, content_types.APPLICATION_JSON, body)
 
 
 @app.not_found

@@ -40,6 +40,7 @@ import httpx
 from omnireel_template import ROOT
 
 from . import home as homedir
+from .emulator_python import emulator_python
 
 log = logging.getLogger("omnireel_local.stack")
 EMULATOR_START_TIMEOUT_S = 60.0
@@ -114,10 +115,9 @@ class Stack:
         # Roles attach AWS managed policies (AWSLambdaBasicExecutionRole...): load moto's bundled copies (~0.2 s).
         os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
 
-        # The emulator package (imported for its model -> served-kinds rule) takes about a second to import:
-        # do it while moto starts and the template is provisioned, not on the critical path.
-        preload = threading.Thread(target=_preload_emulator_config, name="preload", daemon=True)
-        preload.start()
+        # The container emulators run with .venv-emulator's Python (PyAV, numpy): fail now, before moto starts, if
+        # there is none.
+        self.emulator_python = emulator_python()
 
         self.phase("starting the local AWS (moto)")
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -202,7 +202,6 @@ class Stack:
             }
         )
 
-        preload.join(timeout=30)
         from .emulator.config import kinds_for_model
 
         has_tts = any("speech" in kinds_for_model(env.get("SM_VLLM_MODEL", "")) for env in provisioned.models.values())
@@ -326,7 +325,7 @@ class Stack:
         """One container emulator per SageMaker Model, with the Model's container Environment (SM_VLLM_MODEL...)."""
         port = self.ports.port("emulator", len([n for n in self.children if n.startswith("emulator-")]))
         child_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
-        argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [self.emulator_python, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
         if env.get("SM_VLLM_MODEL"):
             argv += ["--model", env["SM_VLLM_MODEL"]]
         self._spawn(f"emulator-{model_name}", argv, child_env)
@@ -387,7 +386,7 @@ class Stack:
                 return {}
             # --relay without a TTS model: serve speech from a dedicated emulator.
             port = self.ports.port("emulator", len([n for n in self.children if n.startswith("emulator-")]))
-            argv = [sys.executable, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
+            argv = [self.emulator_python, "-m", "omnireel_local.emulator", "--host", "127.0.0.1", "--port", str(port)]
             self._spawn("emulator-speech", [*argv, "--routes", "speech"], {**os.environ, "PYTHONUNBUFFERED": "1"})
             upstream = dedicated = f"http://127.0.0.1:{port}"
         port, token = self.ports.port("relay"), secrets.token_urlsafe(32)  # URL-safe base64: HTTP token characters
@@ -487,11 +486,6 @@ class Stack:
                 log.exception("error while stopping the moto server")
         self.save(ready=False, phase="stopped", stopped_at=time.time())
         log.info("stopped")
-
-
-def _preload_emulator_config() -> None:
-    with contextlib.suppress(Exception):
-        from .emulator import config  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

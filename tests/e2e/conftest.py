@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +16,14 @@ import pytest
 
 from omnireel_cli.local_stack import parse_env_lines
 from omnireel_local import home as homedir
+from tests.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[2]
 UP_TIMEOUT_S = 120
 
 
 def cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "omnireel"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    return omnireel_command()
 
 
 @dataclass

@@ -77,6 +77,8 @@ def test_smoke_passes_and_writes_real_media(stack: LocalStack, tmp_path: Path) -
     for name in ("image", "video", "tts"):
         assert any(re.match(rf"PASS\s+{name}\s+\d+\.\d+ s", line) for line in lines), result.stdout
     assert re.search(r"^smoke: PASS \(3 passed, 0 failed, 0 skipped\) in \d", result.stdout, re.M)
+    # The CLI (.venv: no PyAV) reads the MP4's sample table; the decode below (.venv-dev: PyAV) agrees with it.
+    assert re.search(r"^PASS\s+video\s.*17 frames 480x320 h264", result.stdout, re.M), result.stdout
 
     png = tmp_path / "validation-output.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -97,3 +99,15 @@ def test_smoke_fails_when_a_check_fails(stack: LocalStack, tmp_path: Path) -> No
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(r"^FAIL\s+tts\s.*injected fault", result.stdout, re.M)
     assert re.search(r"^smoke: FAIL \(2 passed, 1 failed, 0 skipped\)", result.stdout, re.M)
+
+
+def test_demo_describes_the_mp4_it_saved(stack: LocalStack, tmp_path: Path) -> None:
+    """`omnireel demo` (what `make demo` runs) on the running stack: the video line carries the MP4's facts, read by
+    the CLI in .venv without PyAV, and they agree with a full decode."""
+    result = stack.cli("demo", "a paper boat", "--out", str(tmp_path), timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next((ln for ln in result.stdout.splitlines() if ln.strip().startswith("video file")), "")
+    video = Path(line.split()[2])
+    assert video.parent.parent == tmp_path and video.name == "video.mp4"
+    assert line.endswith("(17 frames 480x320 h264)"), result.stdout
+    assert decode_mp4(video) == (17, 480, 320)

@@ -15,7 +15,8 @@ Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` 
   (counts, manifest, batch.completed).
   -> models and rules, ``omnireel.aws``, ``observability``.
 - **Lambda glue** (shared by the handlers in ``functions/``): ``settings`` (typed environment), ``observability``
-  (Logger, Tracer, Metrics), ``step_handler`` (domain errors -> state machine errors).
+  (Logger, Metrics, the tracer), ``tracing`` (the X-Ray SDK or a no-op: XRAY_SDK_TRACING), ``step_handler`` (domain
+  errors -> state machine errors).
 - **adapters** ``omnireel.aws``: thin boto3 clients that speak the domain's language (the only place boto3 and
   botocore are imported). -> models and rules, ``observability``.
 

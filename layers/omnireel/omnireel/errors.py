@@ -125,9 +125,16 @@ class VideoTimedOut(OmnireelError):
 
 
 class ExecutionNameTaken(OmnireelError):
-    """StartExecution refused the job's execution name and the execution holding it is not this job's."""
+    """StartExecution refused the job's execution name and the execution holding it is not this job's.
+
+    ``job_id`` names the recorded job that can never run under that name (the API fails it at once, with its one
+    ``job.failed``, instead of leaving it ``accepted`` until the deadline sweep)."""
 
     code = "ExecutionNameTaken"
+
+    def __init__(self, message: str, *, job_id: str):
+        super().__init__(message)
+        self.job_id = job_id
 
 
 class WorkflowNotStarted(OmnireelError):

@@ -1,7 +1,8 @@
-"""The one observability module: Powertools Logger, Tracer and Metrics shared by every function.
+"""The one observability module: Powertools Logger, Metrics and the tracer shared by every function.
 
 Service name and metrics namespace come from the standard Powertools variables
-(POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE) set in template.yaml.
+(POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE) set in template.yaml. The tracer is Powertools' Tracer (the
+X-Ray SDK, botocore patched) only with XRAY_SDK_TRACING=true, else a no-op with the same decorators: omnireel.tracing.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from omnireel.tracing import make_tracer
+
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "omnireel"))
-# Patch only botocore (every AWS call is traced); patching every supported library costs ~50 ms of cold start.
-tracer = Tracer(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "omnireel"), patch_modules=["botocore"])
+tracer = make_tracer(os.environ.get("POWERTOOLS_SERVICE_NAME", "omnireel"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "omnireel"))
 
 __all__ = ["MetricUnit", "logger", "metrics", "stage_duration", "tracer"]

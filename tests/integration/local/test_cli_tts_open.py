@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from omnireel_cli import tts
+from tests.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "tok/en+with=odd&chars_0123456789"
@@ -20,8 +20,7 @@ TOKEN = "tok/en+with=odd&chars_0123456789"
 
 def _cli(*args: str, browser: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BROWSER": browser}
-    script = Path(sys.executable).parent / "omnireel"
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    argv = omnireel_command()
     return subprocess.run([*argv, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 

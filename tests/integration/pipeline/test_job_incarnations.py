@@ -194,3 +194,28 @@ def test_the_end_of_an_earlier_records_execution_does_not_touch_the_new_record(p
     pipeline.publish_notification(job_id, "Completed")
     assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+
+
+def test_a_submit_whose_execution_name_is_taken_answers_500_and_fails_the_job_with_one_event(pipeline, monkeypatch):
+    # Before: ExecutionNameTaken escaped the API function (a bare 500 from API Gateway) and the job stayed `accepted`
+    # until the deadline sweep. Now the caller gets the code and the job id, and the job ends at once.
+    from omnireel import submission
+
+    name = "11111111-1111-4111-8111-111111111111-taken"
+    pipeline.sfn.start_execution(stateMachineArn=pipeline.state_machine, name=name, input=json.dumps({"job_id": "x"}))
+    monkeypatch.setattr(submission, "new_execution_name", lambda job_id: name)
+    response = pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-taken"})
+    assert response["statusCode"] == 500, response
+    body = response["json"]
+    assert body["error"]["code"] == "ExecutionNameTaken" and name in body["error"]["message"]
+    assert body["status"] == "failed"
+    job = pipeline.job(body["job_id"])
+    assert job["status"] == "failed"
+    assert job["error"]["code"] == "ExecutionNameTaken" and job["error"]["stage"] == "accept"
+    events = pipeline.consumer_events()
+    assert [(e["event_type"], e["job_id"]) for e in events] == [("job.failed", body["job_id"])]
+    # The client's retry with its key answers the failed job; nothing new starts and no second event.
+    again = pipeline.api("POST", "/jobs", PROMPT, {"Idempotency-Key": "order-taken"})
+    assert again["json"]["job_id"] == body["job_id"] and again["json"]["status"] == "failed"
+    assert pipeline.consumer_events(expect=0) == []
+    assert [e["name"] for e in pipeline.executions()] == [name]

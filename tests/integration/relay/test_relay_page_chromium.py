@@ -24,6 +24,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.integration.relay.relay_stack import Stack, emulator_and_relay, stop_process
+from tests.omnireel_command import omnireel_command
 from tests.unit.relay.relay_harness import TOKEN, run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -157,14 +158,12 @@ def test_page_streams_pcm_from_relay_and_schedules_it_with_web_audio(stack: Stac
 def _open_url(stack: Stack, tmp_path: Path, token: str) -> str:
     """The URL `omnireel tts --open` hands the browser (the real CLI, a recorder as $BROWSER)."""
     import os
-    import sys
 
     seen = tmp_path / "url.txt"
     recorder = tmp_path / "browser.sh"
     recorder.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
     recorder.chmod(0o755)
-    script = Path(sys.executable).parent / "omnireel"
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    argv = omnireel_command()
     result = subprocess.run(
         [*argv, "tts", "--open", "--url", stack.relay_ws, "--token", token],
         env={**os.environ, "BROWSER": f"{recorder} %s"},

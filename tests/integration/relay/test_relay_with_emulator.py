@@ -8,16 +8,15 @@ import contextlib
 import json
 import selectors
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.integration.relay.relay_stack import Stack, emulator_and_relay, free_port, stop_process
+from tests.omnireel_command import omnireel_command
 from tests.unit.relay.relay_harness import TOKEN, run
 
 RTF = 4.0
@@ -106,8 +105,7 @@ def test_relay_rejects_missing_token_before_reaching_emulator(stack: Stack) -> N
 def _tts_proxy(stack: Stack, token: str) -> Iterator[str]:
     """`omnireel tts-proxy` (the real CLI) on a free loopback port; yields its WebSocket URL once it listens."""
     port = free_port()
-    script = Path(sys.executable).parent / "omnireel"
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    argv = omnireel_command()
     proc = subprocess.Popen(
         [*argv, "tts-proxy", "--listen", f"127.0.0.1:{port}", "--url", stack.relay_ws, "--token", token],
         stdout=subprocess.PIPE,
@@ -155,8 +153,7 @@ def test_tts_proxy_reports_a_refused_token_as_a_close_reason(stack: Stack) -> No
 
 
 def test_tts_proxy_binds_to_loopback_only() -> None:
-    script = Path(sys.executable).parent / "omnireel"
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "omnireel_cli.main"]
+    argv = omnireel_command()
     result = subprocess.run(
         [*argv, "tts-proxy", "--listen", "0.0.0.0:8091", "--url", "ws://127.0.0.1:1/x", "--token", "t"],
         capture_output=True,

@@ -47,7 +47,8 @@ class Workflow:
             logger.info("execution already exists", extra={"job_id": job_id, "status": existing.get("status")})
             return arn
         raise ExecutionNameTaken(
-            f"execution name {name} is taken by an execution with another input ({existing.get('status')})"
+            f"execution name {name} is taken by an execution with another input ({existing.get('status')})",
+            job_id=job_id,
         )
 
     def stop(self, name: str, cause: str) -> bool:

@@ -1,0 +1,126 @@
+"""The X-Ray SDK is off by default (template parameter ``XRaySdkTracing``): no handler imports ``aws_xray_sdk``.
+
+Each handler is imported in a fresh interpreter with its environment from template.yaml (parameter defaults) in a
+Lambda-like environment (``LAMBDA_TASK_ROOT`` set and ``POWERTOOLS_TRACE_DISABLED`` unset, so Powertools' Tracer
+would be enabled if it were created). With the parameter on, the same import creates Powertools' Tracer, enabled,
+with botocore patched. ``omnireel.tracing`` is the one place that decides; the decorators work either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from omnireel.tracing import ENV, NoTracer, make_tracer, xray_sdk_enabled
+from omnireel_template import (
+    function_environment,
+    function_folder,
+    function_folders,
+    load_template,
+    parameter_defaults,
+    serverless_functions,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+TEMPLATE = load_template()
+LOGICAL_BY_FOLDER = {function_folder(fn): logical for logical, fn in serverless_functions(TEMPLATE).items()}
+
+PROBE = """
+import json, sys
+import handler
+tracer = handler.tracer
+state = {"sdk_modules": sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"),
+         "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled)}
+if state["sdk_modules"]:
+    from aws_xray_sdk.core import patcher
+    state["patched"] = sorted(patcher._PATCHED_MODULES)
+print("STATE " + json.dumps(state))
+"""
+
+
+def import_handler(folder: str, parameters: dict[str, str] | None = None) -> dict[str, object]:
+    """Import functions/<folder>/handler.py in a fresh interpreter with the template's environment for it."""
+    params = {**parameter_defaults(TEMPLATE), **(parameters or {})}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **function_environment(TEMPLATE, LOGICAL_BY_FOLDER[folder], params),
+        # Lambda-like, and nothing can reach a network: clients are created at import but make no call.
+        "LAMBDA_TASK_ROOT": str(ROOT / "functions" / folder),
+        "AWS_LAMBDA_FUNCTION_NAME": f"omnireel-{folder}",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
+        "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "functions" / folder), str(ROOT / "layers" / "omnireel")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, cwd=ROOT / "functions" / folder, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(row for row in proc.stdout.splitlines() if row.startswith("STATE "))
+    return json.loads(line.removeprefix("STATE "))
+
+
+def test_the_parameter_defaults_to_off_and_reaches_every_function() -> None:
+    parameter = TEMPLATE["Parameters"]["XRaySdkTracing"]
+    assert parameter["Default"] == "false" and parameter["AllowedValues"] == ["false", "true"]
+    assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"  # Lambda's own segment stays on either way
+    assert TEMPLATE["Globals"]["Function"]["Environment"]["Variables"][ENV] == {"Ref": "XRaySdkTracing"}
+    for folder, logical in LOGICAL_BY_FOLDER.items():
+        assert function_environment(TEMPLATE, logical)[ENV] == "false", folder
+
+
+@pytest.mark.parametrize("folder", function_folders())
+def test_by_default_no_handler_imports_the_xray_sdk(folder: str) -> None:
+    state = import_handler(folder)
+    assert state["sdk_modules"] == [], f"{folder} imports the X-Ray SDK with XRaySdkTracing=false"
+    assert state["tracer"] == "omnireel.tracing.NoTracer"
+
+
+def test_with_the_parameter_on_the_tracer_is_active_and_patches_botocore() -> None:
+    state = import_handler("publish_event", {"XRaySdkTracing": "true"})
+    assert state["tracer"] == "aws_lambda_powertools.tracing.tracer.Tracer"
+    assert state["disabled"] is False
+    assert "aws_xray_sdk.core" in state["sdk_modules"]
+    assert state["patched"] == ["botocore"]
+
+
+def test_the_switch_reads_true_or_false_only() -> None:
+    assert xray_sdk_enabled({}) is False
+    assert xray_sdk_enabled({ENV: "false"}) is False
+    assert xray_sdk_enabled({ENV: " TRUE "}) is True
+    with pytest.raises(RuntimeError, match=ENV):
+        xray_sdk_enabled({ENV: "yes"})
+
+
+def test_the_no_op_tracer_keeps_every_decorator_form_and_adds_nothing() -> None:
+    tracer = make_tracer("probe", {ENV: "false"})
+    assert isinstance(tracer, NoTracer)
+
+    def handler(event: dict[str, int], context: object) -> int:
+        return event["n"]
+
+    def method(x: int) -> int:
+        return x + 1
+
+    # Bare and with arguments, as Powertools' Tracer takes them: the function itself comes back (no wrapper).
+    assert tracer.capture_lambda_handler(handler) is handler
+    assert tracer.capture_lambda_handler(capture_response=False)(handler) is handler
+    assert tracer.capture_method(method) is method
+    assert tracer.capture_method(capture_response=False, capture_error=True)(method) is method
+    assert handler({"n": 2}, None) == 2 and method(1) == 2
+    tracer.put_annotation("job_id", "j-1")
+    tracer.put_metadata("k", {"v": 1}, namespace="omnireel")
+    tracer.patch(["botocore"])
+    assert tracer.disabled is True
