@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
-# Error names async_result sends with SendTaskFailure. The GenerateImageAndVideo state must never retry them (a retry would
-# wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
+# Error names async_result sends with SendTaskFailure. The GenerateImageAndVideo state must never retry them (a retry
+# would wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
 
 
