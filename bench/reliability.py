@@ -432,7 +432,8 @@ def run(
         return RunResult(
             seed=seed,
             jobs=jobs,
-            events=list(collector.received),
+            # terminal events only: job.image_ready is a progress event (counted as a terminal one before)
+            events=[r for r in collector.received if r.event.get("event_type") not in PROGRESS_EVENTS],
             injected=injected,
             emulator_outcomes=emulator_outcomes,
             violations=violations,

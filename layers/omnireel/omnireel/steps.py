@@ -28,6 +28,7 @@ from omnireel.mp4 import check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
+from omnireel.progress import publish_image_ready
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key
 
@@ -170,6 +171,13 @@ def complete_video(
                 error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
                 callbacks.fail(token, error.code, error.code, error.message)
                 return "failed"
+        if not job.image_ready_published_at:
+            # A render faster than GenerateImageAndVideo's own return (it publishes job.image_ready after queueing it):
+            # the still's event goes first, so a consumer never sees the terminal event before it (same event_id if
+            # both publish; SNS itself does not order deliveries).
+            publish_image_ready(
+                job.job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=presign_seconds
+            )
         finish_job(
             job.job_id,
             JobStatus.SUCCEEDED,
