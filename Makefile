@@ -34,7 +34,7 @@ $(STAMP): requirements/venv.txt requirements/local.txt requirements/constraints.
 	@# setuptools was only the editable install's build backend: nothing imports it at run time (10 MB).
 	@$(PIP) uninstall -y setuptools $(PIP_FILTER) >/dev/null
 	@touch $@
-	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MB)"
+	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MiB on disk)"
 
 venv: $(STAMP) ## create .venv (Python 3.13): what running the stack needs, and the omnireel CLI
 
@@ -53,7 +53,7 @@ $(EMU_STAMP): $(STAMP) requirements/emulator.txt requirements/constraints.txt
 	@echo "==> [$(EMU_VENV) 2/2] installing PyAV (FFmpeg) and numpy into $(EMU_VENV): the emulator's H.264 MP4s, PNGs and PCM"
 	@$(PIP) --python $(EMU_PY) install -r requirements/emulator.txt -c requirements/constraints.txt $(PIP_FILTER)
 	@touch $@
-	@echo "==> $(EMU_VENV) ready ($$(du -sm $(EMU_VENV) | cut -f1) MB)"
+	@echo "==> $(EMU_VENV) ready ($$(du -sm $(EMU_VENV) | cut -f1) MiB on disk)"
 
 emulator-venv: $(EMU_STAMP) ## create .venv-emulator (extends .venv): PyAV + numpy for the container emulator
 
@@ -63,7 +63,7 @@ $(DEV_STAMP): $(STAMP) $(EMU_STAMP) requirements/dev.txt requirements/constraint
 	@echo "==> [$(DEV_VENV) 2/2] installing pytest, ruff, mypy, coverage and the test-only libraries into $(DEV_VENV)"
 	@$(PIP) --python $(DEV_PY) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
 	@touch $@
-	@echo "==> $(DEV_VENV) ready ($$(du -sm $(DEV_VENV) | cut -f1) MB)"
+	@echo "==> $(DEV_VENV) ready ($$(du -sm $(DEV_VENV) | cut -f1) MiB on disk)"
 
 dev-venv: $(DEV_STAMP) ## create .venv-dev (extends .venv and .venv-emulator): pytest, ruff, mypy, coverage
 
