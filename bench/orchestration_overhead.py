@@ -420,8 +420,8 @@ frames, 30 steps; a 512x512 image), after {args.concurrency} warm-up job(s) of e
 {slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`), as many as there are jobs in flight, \
 so no request waits behind the other variant's. Phase **fixed**: every video renders for the sample's 8.9 s x \
 {args.scale:g}. Phase **varied** (if run): each pair's video time gets a seeded uniform offset in \
-[-{args.video_variation:g}, +{args.video_variation:g}] s, the same for both variants of the pair (the offset is added \
-to that pair's model time).
+[-{args.video_variation:g}, +{args.video_variation:g}] s, the same for both variants of the pair (it is part of the \
+emulators' service time below).
 
 Model time: {model_note} Called directly on the emulators before the run ({slots} at once, median of \
 {args.model_samples * slots}): image {model_image:.2f} s + video {model_video:.2f} s = {model:.2f} s (the AWS sample's \
