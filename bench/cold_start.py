@@ -1,21 +1,25 @@
 """Cold-start proxy per Lambda function: module import time of functions/<name>/handler.py, and package size.
 
-    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--out docs/benchmarks.md|-]
+    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--nopyc] [--out docs/benchmarks.md|-]
 
 The yardstick is measured side by side in the same run: the smallest useful Lambda, ``import boto3`` plus creating one
 client (``boto3.client("s3")``), in the same kind of fresh interpreter with the same layer. Each function's import is
-reported as a ratio to it (target: <= 1.3x), so a slower or busier machine moves both alike.
+reported as a ratio to it (target: <= 1.3x), so a slower or busier machine moves both alike. Each child reports its
+wall time (the headline: Lambda's init is wall time) and its CPU time (less sensitive to other load on the machine).
+
+Two tracing conditions, side by side in the same run (template parameter ``XRaySdkTracing``):
+* ``SDK off`` - the default and the headline: ``omnireel.tracing.NoTracer``, ``aws_xray_sdk`` never imported;
+* ``SDK on`` - Powertools' Tracer created at import: the X-Ray SDK imported and botocore patched.
 
 Each run is a fresh interpreter (.venv's Python 3.13) whose sys.path is the function's code directory and the
-layer's package (layers/omnireel) plus .venv's site-packages (same pinned versions as the layer). It times
-``import handler`` with ``time.perf_counter`` - the handler's module-level work included (settings from env,
-Powertools Logger/Tracer/Metrics, stores; boto3 clients are lazy and make no calls). The environment mimics
-Lambda: LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME are set (so Powertools' Tracer is enabled and imports
-and patches the X-Ray SDK as it does with ``Tracing: Active``), the function's environment comes from template.yaml
-(parameter defaults, placeholders for resource names), and AWS_ENDPOINT_URL / AWS_XRAY_DAEMON_ADDRESS point at
-127.0.0.1:9, so nothing reaches a network.
+layer's package (layers/omnireel) plus the layer's third-party packages (symlinks into .venv's site-packages: the same
+pinned versions). It times ``import handler`` - the handler's module-level work included (settings from env,
+Powertools Logger/Metrics, the tracer, the stores and the clients they create; creating a client makes no call). The
+environment mimics Lambda: LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME are set (so with the SDK on, Powertools'
+Tracer is enabled as on Lambda), the function's environment comes from template.yaml (parameter defaults, placeholders
+for resource names), and AWS_ENDPOINT_URL / AWS_XRAY_DAEMON_ADDRESS point at 127.0.0.1:9, so nothing reaches a network.
 
-Two bytecode conditions (the second only with ``--nopyc``):
+Two bytecode conditions (the second only with ``--nopyc``, SDK off):
 * ``with .pyc`` - bytecode present and valid: what we ship (layers/omnireel/Makefile runs compileall).
 * ``no .pyc`` - a layer built with SAM's ``BuildMethod: python3.13`` (no ``__pycache__``; /opt is read-only, so
   every cold start compiles every module from source; simulated with an empty PYTHONPYCACHEPREFIX and
@@ -39,6 +43,7 @@ import tempfile
 import time
 import zipfile
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,34 +72,37 @@ DUMMY_ENV = {
     "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
     "AWS_EC2_METADATA_DISABLED": "true",
 }
-# Measured in the child: only the import of the handler module (interpreter start-up excluded).
-CHILD = (
-    "import sys, time\n"
-    "t = time.perf_counter()\n"
-    "import handler\n"
-    "print(f'IMPORT_MS {(time.perf_counter() - t) * 1e3:.3f}')\n"
-)
 
 
 def _timed(body: str) -> str:
-    report = "print(f'IMPORT_MS {(time.perf_counter() - t) * 1e3:.3f}')"
-    return f"import time\nt = time.perf_counter()\n{body}\n{report}\n"
+    """Child code: run ``body``, print its wall and CPU milliseconds (interpreter start-up excluded)."""
+    report = "print(f'IMPORT_MS {(time.perf_counter() - t) * 1e3:.3f} CPU_MS {(time.process_time() - c) * 1e3:.3f}')"
+    return f"import time\nt = time.perf_counter()\nc = time.process_time()\n{body}\n{report}\n"
 
 
+# Measured in the child: only the import of the handler module.
+CHILD = _timed("import handler")
 # The yardstick: the least a Python Lambda that calls AWS does at init (no network: the client makes no call).
-BASELINE_CHILD = _timed("import boto3\nboto3.client('s3')")
+_BASE = "import boto3\nboto3.client('s3')\n"
+BASELINE_CHILD = _timed(_BASE)
+_POWERTOOLS = "from aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics()\n"
 # Probes that split the shared cost (each measured paired with the baseline, like a function): botocore alone (what
-# boto3 adds on top), Powertools' Logger + Metrics, and those plus the Tracer as omnireel.observability creates it.
+# boto3 adds on top), Powertools' Logger + Metrics, those plus the Tracer as omnireel.tracing creates it with the SDK
+# on, pydantic (its import and a first model class: schema generation loads most of it), and more clients.
 PROBES = {
     "(probe) botocore + one client": _timed(
         "import botocore.session\nbotocore.session.get_session().create_client('s3')"
     ),
-    "(probe) baseline + Logger, Metrics": _timed(
-        "import boto3\nboto3.client('s3')\nfrom aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics()"
+    "(probe) baseline + Logger, Metrics": _timed(_BASE + _POWERTOOLS),
+    "(probe) baseline + Logger, Metrics, Tracer (X-Ray SDK on, botocore patched)": _timed(
+        _BASE + _POWERTOOLS + "from aws_lambda_powertools import Tracer\nTracer(patch_modules=['botocore'])"
     ),
-    "(probe) baseline + Logger, Metrics, Tracer": _timed(
-        "import boto3\nboto3.client('s3')\nfrom aws_lambda_powertools import Logger, Metrics, Tracer\nLogger()\n"
-        "Metrics()\nTracer(patch_modules=['botocore'])"
+    "(probe) baseline + pydantic (import and one model)": _timed(
+        _BASE + "from pydantic import BaseModel\nclass Probe(BaseModel):\n    x: int"
+    ),
+    "(probe) baseline + a DynamoDB Table resource": _timed(_BASE + "boto3.resource('dynamodb').Table('t')"),
+    "(probe) baseline + 3 clients (sns, events, stepfunctions)": _timed(
+        _BASE + "for name in ('sns', 'events', 'stepfunctions'):\n    boto3.client(name)"
     ),
 }
 
@@ -134,7 +142,14 @@ def layer_site(target: Path) -> Path:
 SITE: Path | None = None
 
 
-def child_env(name: str, pycache_prefix: str | None) -> dict[str, str]:
+@dataclass(frozen=True)
+class Sample:
+    wall_ms: float
+    cpu_ms: float
+    stderr: str
+
+
+def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[str, str]:
     assert SITE is not None
     site = str(SITE)
     env = {
@@ -147,6 +162,8 @@ def child_env(name: str, pycache_prefix: str | None) -> dict[str, str]:
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "PYTHONPATH": os.pathsep.join([str(REPO / "functions" / name), str(REPO / "layers" / "omnireel"), site]),
         "PYTHONHASHSEED": "0",
+        # template parameter XRaySdkTracing (default "false"), read at import by omnireel.tracing.
+        "XRAY_SDK_TRACING": "true" if sdk else "false",
     }
     if pycache_prefix is not None:
         env["PYTHONPYCACHEPREFIX"] = pycache_prefix
@@ -154,7 +171,7 @@ def child_env(name: str, pycache_prefix: str | None) -> dict[str, str]:
     return env
 
 
-def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False) -> tuple[float, str]:
+def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False, sdk: bool = False) -> Sample:
     """One fresh interpreter: the import of ``name``'s handler (or, for BASELINE, boto3 and one client)."""
     # -S: no site-packages (only the layer's packages, via PYTHONPATH); -s: no user site; a neutral cwd.
     code = BASELINE_CHILD if name == BASELINE else PROBES.get(name, CHILD)
@@ -162,17 +179,17 @@ def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False) -
     # The baseline and probes borrow api's paths and environment; they import nothing from the function directory.
     proc = subprocess.run(
         argv,
-        env=child_env("api" if name == BASELINE or name in PROBES else name, pycache_prefix),
+        env=child_env("api" if name == BASELINE or name in PROBES else name, pycache_prefix, sdk),
         cwd=tempfile.gettempdir(),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
-    found = re.search(r"IMPORT_MS ([\d.]+)", proc.stdout)
+    found = re.search(r"IMPORT_MS ([\d.]+) CPU_MS ([\d.]+)", proc.stdout)
     if proc.returncode or not found:
         raise RuntimeError(f"{name}: import failed\n{proc.stderr[-2000:]}")
-    return float(found.group(1)), proc.stderr
+    return Sample(float(found.group(1)), float(found.group(2)), proc.stderr)
 
 
 def heavy_imports(stderr: str, top: int = 6) -> list[tuple[str, float]]:
@@ -216,7 +233,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 runs per function and condition; no write unless --out")
     parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (7)")
-    parser.add_argument("--nopyc", action="store_true", help="also measure without bytecode (doubles the run time)")
+    parser.add_argument("--nopyc", action="store_true", help="also measure without bytecode (SDK off; slower)")
     parser.add_argument("--out", default=None, help="file whose 'cold_start' section is replaced; '-' prints")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 7)
@@ -227,7 +244,10 @@ def main() -> None:
     names = functions()
     layer_zip, layer_raw, layer_files = zipped_size(BUILD / "DomainLayer")
     layer_pyc = sum(1 for _ in (BUILD / "DomainLayer").rglob("*.pyc"))
+    # results[name][condition]: wall ms per run; cpu[name][condition]: CPU ms per run. Conditions: "off" / "on" (the
+    # SDK), "nopyc" (off, no bytecode), and each one's paired baseline runs "base_off", "base_on", "base_nopyc".
     results: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, dict[str, list[float]]] = {}
     breakdown: dict[str, list[tuple[str, float]]] = {}
     global SITE
     with (
@@ -236,74 +256,101 @@ def main() -> None:
     ):
         SITE = layer_site(Path(site_dir) / "python")
         for name in [BASELINE, *PROBES, *names]:
-            import_ms(name, None)  # populate the bytecode cache for the 'with .pyc' condition
-        for name in [*PROBES, *names]:
-            results[name] = {"nopyc": [], "pyc": [], "base_nopyc": [], "base_pyc": []}
-            # Side by side: each function run is paired with a baseline run just before it, and the conditions
-            # alternate, so drift and other load on the machine hit the function and its yardstick alike.
-            for _ in range(runs):
-                if args.nopyc:
-                    results[name]["base_nopyc"].append(import_ms(BASELINE, empty)[0])
-                    results[name]["nopyc"].append(import_ms(name, empty)[0])
-                results[name]["base_pyc"].append(import_ms(BASELINE, None)[0])
-                results[name]["pyc"].append(import_ms(name, None)[0])
-            breakdown[name] = heavy_imports(import_ms(name, None, importtime=True)[1])
-        breakdown[BASELINE] = heavy_imports(import_ms(BASELINE, None, importtime=True)[1])
+            import_ms(name, None, sdk=True)  # populate the bytecode cache (the SDK's modules too)
 
-    def med(values: list[float]) -> str:
+        def record(name: str, condition: str, sample: Sample) -> None:
+            results[name].setdefault(condition, []).append(sample.wall_ms)
+            cpu[name].setdefault(condition, []).append(sample.cpu_ms)
+
+        for name in [*PROBES, *names]:
+            results[name], cpu[name] = {}, {}
+            # Side by side: each run is paired with a baseline run just before it, and the conditions alternate, so
+            # drift and other load on the machine hit the function and its yardstick alike.
+            for _ in range(runs):
+                record(name, "base_off", import_ms(BASELINE, None))
+                record(name, "off", import_ms(name, None))
+                if name in names:
+                    record(name, "base_on", import_ms(BASELINE, None))
+                    record(name, "on", import_ms(name, None, sdk=True))
+                if args.nopyc and name in names:
+                    record(name, "base_nopyc", import_ms(BASELINE, empty))
+                    record(name, "nopyc", import_ms(name, empty))
+            breakdown[name] = heavy_imports(import_ms(name, None, importtime=True).stderr)
+        breakdown[BASELINE] = heavy_imports(import_ms(BASELINE, None, importtime=True).stderr)
+
+    def med(values: list[float] | None) -> str:
         return f"{statistics.median(values):.0f}" if values else "-"
 
-    def ratio_of(values: list[float], base: list[float]) -> str:
-        return f"{statistics.median(values) / statistics.median(base):.2f}" if values else "-"
+    def ratio(values: list[float] | None, base: list[float] | None) -> float | None:
+        return statistics.median(values) / statistics.median(base) if values and base else None
+
+    def fmt(value: float | None, bold: bool = False) -> str:
+        if value is None:
+            return "-"
+        return f"**{value:.2f}**" if bold else f"{value:.2f}"
 
     rows, heavy_rows, probe_rows = [], [], []
-    base_pyc_all = [v for name in [*PROBES, *names] for v in results[name]["base_pyc"]]
-    base_nopyc_all = [v for name in [*PROBES, *names] for v in results[name]["base_nopyc"]]
+    base_all = [v for name in [*PROBES, *names] for v in results[name]["base_off"]]
+    base_cpu_all = [v for name in [*PROBES, *names] for v in cpu[name]["base_off"]]
     for name in PROBES:
-        r = results[name]
-        extra = statistics.median(r["pyc"]) - statistics.median(r["base_pyc"])
+        r, c = results[name], cpu[name]
+        extra = statistics.median(r["off"]) - statistics.median(r["base_off"])
         probe_rows.append(
-            f"| {name} | {med(r['base_pyc'])} | {med(r['pyc'])} | {ratio_of(r['pyc'], r['base_pyc'])} | {extra:+.0f} |"
+            f"| {name} | {med(r['base_off'])} | {med(r['off'])} | {fmt(ratio(r['off'], r['base_off']))} | "
+            f"{extra:+.0f} | {fmt(ratio(c['off'], c['base_off']))} |"
         )
     rows.append(
-        f"| {BASELINE} | {med(base_pyc_all)} | {med(base_pyc_all)} | {quantile(base_pyc_all, 0.9):.0f} | 1.00 | | "
-        f"{med(base_nopyc_all)} | | | |"
+        f"| {BASELINE} | {med(base_all)} | {med(base_all)} | {quantile(base_all, 0.9):.0f} | 1.00 | | "
+        f"{med(base_cpu_all)} ms | | | | |"
     )
     heavy_rows.append(f"| {BASELINE} | " + ", ".join(f"{pkg} {ms:.0f}" for pkg, ms in breakdown[BASELINE]) + " |")
     ratios: dict[str, float] = {}
+    ratios_on: dict[str, float] = {}
     for name in names:
-        r = results[name]
-        ratios[name] = statistics.median(r["pyc"]) / statistics.median(r["base_pyc"])
+        r, c = results[name], cpu[name]
+        ratios[name] = ratio(r["off"], r["base_off"]) or 0.0
+        ratios_on[name] = ratio(r["on"], r["base_on"]) or 0.0
         fn_dir = build_dir(name)
         fn_zip = zipped_size(fn_dir)[0] if fn_dir else zipped_size(REPO / "functions" / name)[0]
         ok = "met" if ratios[name] <= TARGET_RATIO else "**missed**"
         rows.append(
-            f"| {name} | {med(r['base_pyc'])} | {med(r['pyc'])} | {quantile(r['pyc'], 0.9):.0f} | "
-            f"**{ratios[name]:.2f}** | {ok} | {med(r['nopyc'])} | {ratio_of(r['nopyc'], r['base_nopyc'])} | "
-            f"{fn_zip:,} | {(layer_zip + fn_zip) / 1e6:.1f} MB |"
+            f"| {name} | {med(r['base_off'])} | {med(r['off'])} | {quantile(r['off'], 0.9):.0f} | "
+            f"{fmt(ratios[name], bold=True)} | {ok} | {fmt(ratio(c['off'], c['base_off']))} | "
+            f"{med(r['on'])} | {fmt(ratios_on[name])} | {fmt(ratio(c['on'], c['base_on']))} | "
+            f"{fmt(ratio(r.get('nopyc'), r.get('base_nopyc')))} |"
         )
         heavy_rows.append(f"| {name} | " + ", ".join(f"{pkg} {ms:.0f}" for pkg, ms in breakdown[name]) + " |")
-    met = sum(1 for ratio in ratios.values() if ratio <= TARGET_RATIO)
+        rows[-1] += f" {fn_zip:,} | {(layer_zip + fn_zip) / 1e6:.1f} MB |"
+    rows[0] += " | |"
+    met = sum(1 for value in ratios.values() if value <= TARGET_RATIO)
+    met_on = sum(1 for value in ratios_on.values() if value <= TARGET_RATIO)
+    load = os.getloadavg()
+    command = (
+        f".venv/bin/python bench/cold_start.py{' --quick' if args.quick else ''}{' --nopyc' if args.nopyc else ''}"
+    )
     text = f"""## Cold-start proxy (`bench/cold_start.py`)
 
-Command: `.venv/bin/python bench/cold_start.py{" --quick" if args.quick else ""}{" --nopyc" if args.nopyc else ""}`
-({runs} fresh interpreters per function and condition, each right after a baseline run in the same condition).
+Command: `{command}` ({runs} fresh interpreters per function and condition, each right after a baseline run).
 Machine: {machine()}. Date: {today()}. Run time: {time.perf_counter() - started:.0f} s. Build: {build_note}.
+Load average at the end: {load[0]:.1f} / {load[1]:.1f} (1 / 5 min; on a busy machine read the CPU-time ratios too).
 
-Import time of `functions/<name>/handler.py` (module-level work included; interpreter start-up excluded) next to the
-yardstick measured in the same run, `import boto3` + `boto3.client("s3")` (the least a Python Lambda that calls AWS
-does at init), as a ratio of medians. Lambda-like environment (Tracer enabled, so the X-Ray SDK is imported and
-patches botocore), nothing reaches a network.
-Bytecode present is what we ship: `layers/omnireel/Makefile` (`BuildMethod: makefile`) precompiles the layer
-({layer_files:,} files, {layer_pyc} `.pyc`). "no .pyc" (only with `--nopyc`) is the same code as SAM's
-`BuildMethod: python3.13` would ship it: no bytecode, and /opt is read-only, so Python would compile every module at
-every cold start.
+Import time of `functions/<name>/handler.py` (module-level work included: settings, Logger, Metrics, the tracer, the
+stores and the clients they create; interpreter start-up excluded) next to the yardstick measured in the same run,
+`import boto3` + `boto3.client("s3")` (the least a Python Lambda that calls AWS does at init), as a ratio of medians.
+Lambda-like environment, nothing reaches a network. Two tracing conditions (template parameter `XRaySdkTracing`):
+**SDK off**, the default and the headline (`omnireel.tracing.NoTracer`: `aws_xray_sdk` is never imported; Lambda active
+tracing still records each invocation), and **SDK on** (Powertools' Tracer created at import: the X-Ray SDK imported
+and botocore patched). Bytecode present is what we ship: `layers/omnireel/Makefile` (`BuildMethod: makefile`)
+precompiles the layer ({layer_files:,} files, {layer_pyc} `.pyc`); "no .pyc" (only with `--nopyc`) is the code as
+SAM's `BuildMethod: python3.13` would ship it (/opt is read-only: every cold start would compile every module).
 
-Result: {met} of {len(names)} functions within {TARGET_RATIO}x the baseline (with .pyc, what we ship).
+**Result (SDK off, the default): {met} of {len(names)} functions within {TARGET_RATIO}x the baseline** (with the SDK on:
+{met_on} of {len(names)}).
 
-| function | baseline p50 ms (its paired runs) | import p50 ms | p90 | / baseline | target <= {TARGET_RATIO}x \
-| no .pyc p50 ms | / baseline | function zip bytes | layer+function zip |
-|---|---|---|---|---|---|---|---|---|---|
+| function | baseline p50 ms (its paired runs) | SDK off: import p50 ms | p90 | / baseline | target <= {TARGET_RATIO}x \
+| CPU time / baseline | SDK on: import p50 ms | / baseline | CPU time / baseline | no .pyc / baseline \
+| function zip bytes | layer+function zip |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 Layer `.aws-sam/build/DomainLayer` (arm64 wheels): {layer_zip / 1e6:.1f} MB zipped, {layer_raw / 1e6:.1f} MB unzipped
@@ -311,19 +358,20 @@ Layer `.aws-sam/build/DomainLayer` (arm64 wheels): {layer_zip / 1e6:.1f} MB zipp
 
 What the shared pieces cost, each probe paired with the baseline like a function (p50 ms, with .pyc):
 
-| probe | baseline | probe | / baseline | probe - baseline ms |
-|---|---|---|---|---|
+| probe | baseline | probe | / baseline | probe - baseline ms | CPU time / baseline |
+|---|---|---|---|---|---|
 {chr(10).join(probe_rows)}
 
-Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc):
+Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc, SDK off; `handler`
+is the module's own top-level work: settings, stores, client creation):
 
 | function | packages |
 |---|---|
 {chr(10).join(heavy_rows)}
 
-Target: each function's import <= {TARGET_RATIO}x the baseline's, with .pyc. A Lambda at 512 MB gets a fraction of a
-vCPU (arm64), so absolute times here are a proxy: confirm with `Init Duration` in the REPORT lines of CloudWatch Logs
-after a deploy.
+Target: each function's import <= {TARGET_RATIO}x the baseline's, with .pyc, SDK off. A Lambda at 512 MB gets a fraction
+of a vCPU (arm64), so absolute times here are a proxy: confirm with `Init Duration` in the REPORT lines of CloudWatch
+Logs after a deploy.
 """
     emit("cold_start", text, out)
 

@@ -4,7 +4,6 @@ idempotent per line (``omnireel.batch_progress``)."""
 
 import json
 
-from aws_lambda_powertools.utilities.data_classes import SQSEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -16,7 +15,7 @@ from omnireel.settings import BatchProgressSettings
 
 settings = BatchProgressSettings.from_env()
 progress = Progress(
-    store=BatchStore(settings.batches_table, settings.job_ttl_days),
+    store=BatchStore(settings.batches_table, settings.job_ttl_days, eager=True),
     artifacts=ArtifactStore(settings.artifacts_bucket),
     publisher=EventPublisher(settings.job_events_topic_arn, settings.event_bus_name),
     presign_seconds=settings.presign_seconds,
@@ -26,18 +25,19 @@ progress = Progress(
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=SQSEvent)
-def handler(event: SQSEvent, context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict:
     failures = []
-    for record in event.records:
+    for record in event["Records"]:  # SQS records as dicts (no Powertools data classes: cold start)
         try:
-            body = json.loads(record.body)
+            body = json.loads(record["body"])
             if "Message" in body and "TopicArn" in body:  # an SNS envelope (subscription without raw delivery)
                 body = json.loads(body["Message"])
             completed = progress.record(body)
             if completed is not None:
                 metrics.add_metric(name="batches_completed", unit=MetricUnit.Count, value=1)
         except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
-            logger.exception("batch progress event failed; it will be retried", extra={"message_id": record.message_id})
-            failures.append({"itemIdentifier": record.message_id})
+            logger.exception(
+                "batch progress event failed; it will be retried", extra={"message_id": record["messageId"]}
+            )
+            failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}

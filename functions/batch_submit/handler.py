@@ -9,7 +9,6 @@ event source mapping's ``MaximumConcurrency`` (template: BatchSubmitConcurrency)
 
 import json
 
-from aws_lambda_powertools.utilities.data_classes import SQSEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -26,7 +25,7 @@ from omnireel.settings import BatchSettings
 
 settings = BatchSettings.from_env()
 fanout = Fanout(
-    store=BatchStore(settings.batches_table, settings.job_ttl_days),
+    store=BatchStore(settings.batches_table, settings.job_ttl_days, eager=True),
     queue=BatchQueue(settings.batch_queue_url),
     inbox=InboxStore(),
     jobs=JobStore(settings.jobs_table, settings.job_ttl_days),
@@ -44,14 +43,13 @@ fanout = Fanout(
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=SQSEvent)
-def handler(event: SQSEvent, context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict:
     failures = []
-    for record in event.records:
+    for record in event["Records"]:  # SQS records as dicts (no Powertools data classes: cold start)
         try:
-            body = json.loads(record.body)
+            body = json.loads(record["body"])
             if body["kind"] == "split":
-                redelivered = int(record.attributes.approximate_receive_count or 1) > 1
+                redelivered = int(record["attributes"].get("ApproximateReceiveCount") or 1) > 1
                 fanout.split_step(body["batch_id"], int(body["offset"]), int(body["line"]), redelivered=redelivered)
             elif body["kind"] == "lines":
                 lines = [Line.from_message(item) for item in body["lines"]]
@@ -62,6 +60,6 @@ def handler(event: SQSEvent, context: LambdaContext) -> dict:
             else:
                 logger.error("unknown batch work item", extra={"kind": body.get("kind")})
         except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
-            logger.exception("batch work item failed; it will be retried", extra={"message_id": record.message_id})
-            failures.append({"itemIdentifier": record.message_id})
+            logger.exception("batch work item failed; it will be retried", extra={"message_id": record["messageId"]})
+            failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}

@@ -4,7 +4,6 @@ An EventBridge schedule rule invokes this every few minutes (asynchronously: ret
 It reads only the jobs table's open-jobs index, so its cost follows the number of open jobs, not of all jobs.
 """
 
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -25,8 +24,7 @@ workflow = Workflow(settings.state_machine_arn)
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=EventBridgeEvent)
-def handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict:
     failed = fail_overdue_jobs(
         deadline_seconds=settings.job_deadline_seconds,
         jobs=jobs,

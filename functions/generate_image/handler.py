@@ -26,7 +26,7 @@ artifacts = ArtifactStore(settings.artifacts_bucket)
 endpoint = ImageEndpoint(settings.image_endpoint_name)
 video_endpoint = VideoEndpoint(settings.video_endpoint_name)
 callbacks = TaskCallbacks()
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # job.image_ready
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -8,7 +8,6 @@ it was read, becomes a failed job with a ``job.failed`` event; the version is ta
 never deleted.
 """
 
-from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -40,17 +39,19 @@ batches = (
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=S3Event)
-def handler(event: S3Event, context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict:
     results = []
-    for record in event.records:
-        obj = record.s3.get_object
+    # The S3 notification as a dict (Powertools' data classes would import every event type at cold start); the
+    # key is still URL-encoded here, accept_inbox_object decodes it.
+    for record in event["Records"]:
+        s3 = record["s3"]
+        obj = s3["object"]
         outcome = accept_inbox_object(
-            bucket=record.s3.bucket.name,
-            key=obj.key,
-            version=SourceVersion(version_id=obj.version_id, etag=obj.etag or None),
-            sequencer=obj.sequencer,
-            size=obj.size,
+            bucket=s3["bucket"]["name"],
+            key=obj["key"],
+            version=SourceVersion(version_id=obj.get("versionId"), etag=obj.get("eTag") or None),
+            sequencer=obj["sequencer"],
+            size=int(obj["size"]),
             inbox=inbox,
             jobs=jobs,
             workflow=workflow,

@@ -15,7 +15,7 @@ from omnireel.step_handler import StepInput, step_errors
 settings = PublishSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # every call publishes
 OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED}
 
 

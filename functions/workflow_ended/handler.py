@@ -7,7 +7,6 @@ already succeeded but its event never went out, the succeeded event is published
 
 import json
 
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -28,9 +27,8 @@ CODES = {"FAILED": "WorkflowFailed", "TIMED_OUT": "WorkflowTimedOut", "ABORTED":
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_source(data_class=EventBridgeEvent)
-def handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
-    detail = event.detail
+def handler(event: dict, context: LambdaContext) -> dict:
+    detail = event["detail"]  # the EventBridge event as a dict (no Powertools data classes: cold start)
     name, status = detail["name"], detail["status"]
     job_id = job_id_of_execution(name)
     logger.append_keys(job_id=job_id)

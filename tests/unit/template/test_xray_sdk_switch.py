@@ -32,10 +32,18 @@ LOGICAL_BY_FOLDER = {function_folder(fn): logical for logical, fn in serverless_
 
 PROBE = """
 import json, sys
+import botocore.session
+created = []
+_create = botocore.session.Session.create_client
+def create_client(self, service_name, *args, **kwargs):
+    created.append(service_name)
+    return _create(self, service_name, *args, **kwargs)
+botocore.session.Session.create_client = create_client
 import handler
 tracer = handler.tracer
 state = {"sdk_modules": sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"),
-         "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled)}
+         "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled),
+         "clients": sorted(set(created))}
 if state["sdk_modules"]:
     from aws_xray_sdk.core import patcher
     state["patched"] = sorted(patcher._PATCHED_MODULES)
@@ -81,9 +89,15 @@ def test_the_parameter_defaults_to_off_and_reaches_every_function() -> None:
         assert function_environment(TEMPLATE, logical)[ENV] == "false", folder
 
 
+@pytest.fixture(scope="module")
+def default_imports() -> dict[str, dict[str, object]]:
+    """Each handler imported once, in its own fresh interpreter, with the template's default environment."""
+    return {folder: import_handler(folder) for folder in function_folders()}
+
+
 @pytest.mark.parametrize("folder", function_folders())
-def test_by_default_no_handler_imports_the_xray_sdk(folder: str) -> None:
-    state = import_handler(folder)
+def test_by_default_no_handler_imports_the_xray_sdk(folder: str, default_imports: dict[str, dict[str, object]]) -> None:
+    state = default_imports[folder]
     assert state["sdk_modules"] == [], f"{folder} imports the X-Ray SDK with XRaySdkTracing=false"
     assert state["tracer"] == "omnireel.tracing.NoTracer"
 
@@ -124,3 +138,31 @@ def test_the_no_op_tracer_keeps_every_decorator_form_and_adds_nothing() -> None:
     tracer.put_metadata("k", {"v": 1}, namespace="omnireel")
     tracer.patch(["botocore"])
     assert tracer.disabled is True
+
+
+# The clients each function uses on every call (the rule of issue 11: they are created at import, so the cold-start
+# benchmark measures them and the first invocation does not hide their cost). Clients for paths some calls take only
+# (a rejected drop's job.failed event, a batch in the API, the safety nets' rare publishes) may be created on first use.
+EVERY_CALL_CLIENTS = {
+    "api": {"dynamodb", "s3", "stepfunctions"},
+    "async_result": {"dynamodb", "s3", "stepfunctions"},
+    "batch_progress": {"dynamodb", "s3"},
+    "batch_submit": {"dynamodb", "s3", "sqs", "stepfunctions"},
+    "fail_overdue_jobs": {"dynamodb", "s3", "stepfunctions"},
+    "generate_image": {"dynamodb", "s3", "sagemaker-runtime", "stepfunctions", "sns", "events"},
+    "inbox": {"dynamodb", "s3", "stepfunctions"},
+    "publish_event": {"dynamodb", "s3", "sns", "events"},
+    "reconcile_video": {"dynamodb", "s3"},
+    "webhook_delivery": {"dynamodb", "sqs"},
+    "workflow_ended": {"dynamodb", "s3"},
+}
+
+
+@pytest.mark.parametrize("folder", function_folders())
+def test_clients_used_on_every_call_are_created_at_import(
+    folder: str, default_imports: dict[str, dict[str, object]]
+) -> None:
+    state = default_imports[folder]
+    assert folder in EVERY_CALL_CLIENTS, f"{folder}: list the clients its every call uses in EVERY_CALL_CLIENTS"
+    missing = EVERY_CALL_CLIENTS[folder] - set(state["clients"])  # type: ignore[arg-type]
+    assert not missing, f"{folder} creates {sorted(missing)} on first use: create them at import (cold start)"

@@ -76,9 +76,13 @@ def _typed(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class BatchStore:
-    def __init__(self, table_name: str, ttl_days: int = 30):
+    def __init__(self, table_name: str, ttl_days: int = 30, *, eager: bool = False):
         self._name = table_name
         self._ttl_seconds = ttl_days * 86400
+        # eager: the batch functions use the table on every call, so they create its clients at cold start; the API
+        # and the inbox touch batches on some requests only and create them on first use.
+        if eager:
+            _ = self._table, self._ddb
 
     @cached_property
     def _table(self):

@@ -14,12 +14,14 @@ from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message
 
 
 class EventPublisher:
-    def __init__(self, topic_arn: str, event_bus_name: str = "default"):
+    def __init__(self, topic_arn: str, event_bus_name: str = "default", *, eager: bool = False):
         self.topic_arn = topic_arn
         self.event_bus_name = event_bus_name
+        if eager:  # a function that publishes on every call creates its clients at cold start, not in its first call
+            _ = self._sns, self._events
 
-    # Created on first use: a function that publishes only on some paths (the API: DELETE /jobs/{id}) does not pay
-    # for two clients in every cold start.
+    # Created on first use unless eager: a function that publishes only on some paths (the API: DELETE /jobs/{id}, the
+    # safety nets) does not pay for two clients in every cold start.
     @cached_property
     def _sns(self) -> Any:
         return client("sns")
