@@ -49,3 +49,20 @@ def check_mp4_boxes(read_at: Callable[[int, int], bytes], size: int) -> None:
     missing = sorted(m.decode() for m in {b"moov", b"mdat"} - seen)
     if missing:
         raise MalformedModelOutput(f"the video endpoint's output has no {' or '.join(missing)} box")
+
+
+def block_reader(read_at: Callable[[int, int], bytes], block: int = 65536) -> Callable[[int, int], bytes]:
+    """``read_at`` served from ``block``-aligned reads, each made once: the box walk's header reads of a short video
+    (``ftyp``, ``moov``, the ``mdat`` header) then cost one ranged GET instead of one each."""
+    blocks: dict[int, bytes] = {}
+
+    def read(offset: int, length: int) -> bytes:
+        out = b""
+        for index in range(offset // block, (offset + length - 1) // block + 1):
+            if index not in blocks:
+                blocks[index] = read_at(index * block, block)
+            out += blocks[index]
+        start = offset - (offset // block) * block
+        return out[start : start + length]
+
+    return read

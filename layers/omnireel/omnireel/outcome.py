@@ -31,15 +31,18 @@ def finish_job(
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
+    job: Job | None = None,
+    fields: dict[str, Any] | None = None,
 ) -> JobEvent | None:
     """Move the job to its terminal status and publish its event exactly once.
 
     Returns the event published now, or None if it had already been published (a retry or a
-    duplicate). If the job is already terminal, its recorded outcome wins.
+    duplicate). If the job is already terminal, its recorded outcome wins. ``job``: the record as the caller just read
+    it (saves a read); ``fields``: set with the terminal transition (async_result: the video artifact).
     """
-    job = jobs.get(job_id)
+    job = job or jobs.get(job_id)
     if not job.status.terminal:
-        fields: dict[str, Any] = {}
+        fields = dict(fields or {})
         if outcome is JobStatus.FAILED:
             fields["error"] = failure_from_step(job, step_error).model_dump()
         try:

@@ -24,10 +24,11 @@ from omnireel.errors import (
 )
 from omnireel.image_request import image_request_body
 from omnireel.job import Job, JobStatus
-from omnireel.mp4 import check_mp4_boxes
+from omnireel.mp4 import block_reader, check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
+from omnireel.progress import publish_image_ready
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key
 
@@ -35,8 +36,8 @@ if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
-# Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry would
-# wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
+# Error names async_result sends with SendTaskFailure. The GenerateImageAndVideo state must never retry them (a retry
+# would wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
 
 
@@ -110,15 +111,19 @@ def invoke_video(
     callbacks.heartbeat(task_token)
 
 
-def finalize_video(job: Job, output_location: str, *, jobs: JobStore, artifacts: ArtifactStore) -> str:
-    """Check the async output is a whole MP4 and copy it to jobs/<id>/video.mp4 (idempotent)."""
+def finalize_video(
+    job: Job, output_location: str, *, jobs: JobStore, artifacts: ArtifactStore, record: bool = True
+) -> str:
+    """Check the async output is a whole MP4 and copy it to jobs/<id>/video.mp4 (idempotent); ``record``: store the
+    artifact on the job now (async_result sets it with the terminal transition instead)."""
     output = S3Uri.parse(output_location)
     size = artifacts.size(output)
     if size is None:
         raise MalformedModelOutput(f"the async output {output} does not exist")
-    check_mp4_boxes(lambda offset, length: artifacts.read_range(output, offset, length), size)
+    check_mp4_boxes(block_reader(lambda offset, length: artifacts.read_range(output, offset, length)), size)
     uri = str(artifacts.copy(output, video_key(job.job_id), "video/mp4"))
-    jobs.set_artifact(job.job_id, "video", uri)
+    if record:
+        jobs.set_artifact(job.job_id, "video", uri)
     return uri
 
 
@@ -151,11 +156,10 @@ def complete_video(
     idempotent, ``finish_job`` publishes once, and a second answer to a resolved task is ignored. A delivery retried
     after a crash between the event and the answer finds the job succeeded and answers the task.
     """
-    job = jobs.find(notification.inference_id)
+    job, token = jobs.find_with_token(notification.inference_id)
     if job is None:
         logger.warning("notification for an unknown job", extra={"inference_id": notification.inference_id})
         return "ignored"
-    token = jobs.task_token(job.job_id)
     waiting = job.status is JobStatus.RENDERING_VIDEO or (notification.succeeded and job.status is JobStatus.SUCCEEDED)
     if not waiting or not token:
         logger.info("notification for a job not waiting on video", extra={"job_id": job.job_id, "status": job.status})
@@ -165,11 +169,19 @@ def complete_video(
         if job.status is JobStatus.RENDERING_VIDEO or not uri:
             location = notification.output_location or (job.async_invocation and job.async_invocation.output_location)
             try:
-                uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts)
+                uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts, record=False)
             except (MalformedModelOutput, ValueError) as exc:
                 error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
                 callbacks.fail(token, error.code, error.code, error.message)
                 return "failed"
+        if not job.image_ready_published_at:
+            # A render faster than GenerateImageAndVideo's own return (it publishes job.image_ready after queueing it):
+            # the still's event goes first, so a consumer never sees the terminal event before it (same event_id if
+            # both publish; SNS itself does not order deliveries).
+            publish_image_ready(
+                job.job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=presign_seconds
+            )
+        # One write: the terminal transition records the video too (no separate artifact update, no re-read).
         finish_job(
             job.job_id,
             JobStatus.SUCCEEDED,
@@ -178,6 +190,8 @@ def complete_video(
             artifacts=artifacts,
             publisher=publisher,
             presign_seconds=presign_seconds,
+            job=job,
+            fields={"artifacts": job.artifacts.model_copy(update={"video": uri}).model_dump(exclude_none=True)},
         )
         answered = callbacks.succeed(token, {"job_id": job.job_id, "video": uri, "published": True})
         return "succeeded" if answered or job.status is JobStatus.RENDERING_VIDEO else "ignored"

@@ -4,7 +4,8 @@
 - ``PUT /_emulator/config``: a partial JSON patch, e.g. ``{"faults": {"images": {"error_rate": 1}}}``;
   ``faults`` merge per route and key (``{"faults": {"images": null}}`` clears a route).
   Returns the new config; 400 if invalid.
-- ``GET /_emulator/stats``: per-route-kind counters (requests and outcomes) and per-path response status counts.
+- ``GET /_emulator/stats``: per-route-kind counters (requests and outcomes), per-path response status counts, and
+  ``service_times``: ``[path, status, started, finished]`` (epoch seconds) of the last 2,000 POSTs.
 - ``DELETE /_emulator/stats``: reset the counters.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +40,9 @@ class FaultInjector:
         self.reseed(config.seed)
         self.route_counts: dict[str, Counter[str]] = {kind: Counter() for kind in ROUTE_KINDS}
         self.path_counts: dict[str, Counter[str]] = {}
+        # (path, status, started, finished) of the last POSTs, epoch seconds: the container's own service time per
+        # request, so a benchmark can take model time out of an end-to-end time (bench/orchestration_overhead.py).
+        self.service_times: deque[tuple[str, int, float, float]] = deque(maxlen=2000)
 
     def reseed(self, seed: int | None) -> None:
         with self._lock:
@@ -86,13 +89,19 @@ class FaultInjector:
             return {
                 "routes": {kind: dict(counter) for kind, counter in self.route_counts.items()},
                 "paths": {path: dict(counter) for path, counter in self.path_counts.items()},
+                "service_times": [list(entry) for entry in self.service_times],
             }
+
+    def record_service_time(self, path: str, status: int, started: float, finished: float) -> None:
+        with self._lock:
+            self.service_times.append((path, status, started, finished))
 
     def reset_stats(self) -> None:
         with self._lock:
             for counter in self.route_counts.values():
                 counter.clear()
             self.path_counts.clear()
+            self.service_times.clear()
 
 
 async def apply_http_faults(decision: Decision, failure_prefix: str) -> None:

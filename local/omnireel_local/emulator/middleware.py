@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from typing import Any
 
@@ -153,7 +154,8 @@ class SageMakerRouteMiddleware:
 
 
 class EmulatorHeaderMiddleware:
-    """Adds ``X-Omnireel-Emulator`` to every HTTP response and counts responses per path and status."""
+    """Adds ``X-Omnireel-Emulator`` to every HTTP response, counts responses per path and status, and records each
+    POST's service time (request received -> last response byte sent; ``GET /_emulator/stats``)."""
 
     def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
         self.app = app
@@ -164,14 +166,21 @@ class EmulatorHeaderMiddleware:
             await self.app(scope, receive, send)
             return
         method = scope.get("method", "GET")
+        started = time.time()
+        status = 0
 
         async def send_with_header(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers.append((EMULATOR_HEADER.lower().encode(), EMULATOR_HEADER_VALUE.encode()))
                 message = {**message, "headers": headers}
                 path = scope.get(ROUTED_PATH_KEY) or scope["path"]
-                self.injector.count_response(method, path, message["status"])
+                status = message["status"]
+                self.injector.count_response(method, path, status)
             await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body") and method == "POST":
+                path = scope.get(ROUTED_PATH_KEY) or scope["path"]
+                self.injector.record_service_time(path, status, started, time.time())
 
         await self.app(scope, receive, send_with_header)

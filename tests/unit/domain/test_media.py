@@ -56,3 +56,23 @@ def test_mp4_without_moov_is_malformed():
     data = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + (2000).to_bytes(4, "big") + b"mdat" + b"\x00" * 1992
     with pytest.raises(MalformedModelOutput, match="no moov box"):
         check_mp4_boxes(lambda offset, length: data[offset : offset + length], len(data))
+
+
+def test_the_box_walk_reads_a_short_video_in_one_block() -> None:
+    """async_result's MP4 check: header reads served from 64 KiB blocks, each fetched once (one ranged GET here)."""
+    from omnireel.mp4 import block_reader, check_mp4_boxes
+
+    ftyp = (24).to_bytes(4, "big") + b"ftypisom" + b"\0" * 12
+    moov = (2000).to_bytes(4, "big") + b"moov" + b"\0" * 1992
+    mdat = (70000).to_bytes(4, "big") + b"mdat" + b"\1" * 69992
+    data = ftyp + moov + mdat
+    reads: list[tuple[int, int]] = []
+
+    def read_at(offset: int, length: int) -> bytes:
+        reads.append((offset, length))
+        return data[offset : offset + length]
+
+    check_mp4_boxes(block_reader(read_at), len(data))
+    assert reads == [(0, 65536)]
+    read = block_reader(read_at)
+    assert read(65530, 12) == data[65530:65542] and reads[-2:] == [(0, 65536), (65536, 65536)]

@@ -157,6 +157,19 @@ def test_stats_count_routed_invocations(client):
     assert client.get("/_emulator/stats").json()["paths"]["POST /v1/images/generations"] == {"200": 1}
 
 
+def test_stats_record_each_post_service_time_including_the_model_latency(client):
+    """bench/orchestration_overhead.py takes each pair's model time from these (request received -> last byte)."""
+    client.put("/_emulator/config", json={"faults": {"images": {"latency_s": 0.2}}})
+    before = time.time()
+    client.post(
+        "/invocations", json=IMG, headers={"X-Amzn-SageMaker-Custom-Attributes": "route=/v1/images/generations"}
+    )
+    [[path, status, started, finished]] = client.get("/_emulator/stats").json()["service_times"]
+    assert (path, status) == ("/v1/images/generations", 200)
+    assert before <= started and finished - started >= 0.2 and finished <= time.time()
+    assert client.delete("/_emulator/stats").json()["service_times"] == []
+
+
 def test_config_from_env():
     config = EmulatorConfig.from_env(
         {

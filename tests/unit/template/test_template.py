@@ -173,6 +173,10 @@ def test_pipeline_timeouts_cover_a_wake_up_from_zero(cfn: dict[str, Any]) -> Non
     assert p["VideoRequestTtlSeconds"] == 3600 and p["VideoRequestTtlSeconds"] > wake_up
     assert p["VideoHeartbeatSeconds"] > p["VideoRequestTtlSeconds"] + p["VideoInvocationTimeoutSeconds"]
     assert p["VideoCallbackTimeoutSeconds"] >= p["VideoHeartbeatSeconds"]
+    # On AWS the first heartbeat interval starts with the task, so it also covers GenerateImageAndVideo's own run (image
+    # call, staging) before the Lambda heartbeats once the render is queued.
+    image_step = cfn["Resources"]["GenerateImageFunction"]["Properties"]["Timeout"]
+    assert p["VideoHeartbeatSeconds"] > image_step * 4
 
 
 # ---------------------------------------------------------------- 5. lifecycle

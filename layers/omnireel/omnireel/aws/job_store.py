@@ -214,11 +214,12 @@ class JobStore:
             if self.find(job_id) is not None:  # the map appeared meanwhile: set the entry
                 self.record_webhook_attempt(job_id, event_type, state)
 
-    def task_token(self, job_id: str) -> str | None:
-        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True, ProjectionExpression="task_token").get(
-            "Item"
-        )
-        return (item or {}).get("task_token")
+    def find_with_token(self, job_id: str) -> tuple[Job | None, str | None]:
+        """The job and its stored task token in one consistent read (None, None for an unknown id)."""
+        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True).get("Item")
+        if not item:
+            return None, None
+        return _from_item(item), item.get("task_token")
 
     def claim_publication(self, job_id: str) -> bool:
         """Mark the terminal event as published; False if it already was (exactly-once guard)."""
