@@ -147,7 +147,9 @@ def show(target: Target, wanted: str | None, job: str | None, follow: bool, time
                 annotate(source, line, correlation)
     for source in chosen:
         lines = lines_of(source)
-        for line in lines[-tail:] if tail else lines:
+        # --tail 0: none of the old lines (lines[-0:] would be all of them: a follower that wanted only new lines
+        # got the whole replayed log first, and one whose stdout was not read yet blocked on the full pipe).
+        for line in lines if tail is None else lines[max(0, len(lines) - tail) :]:
             write(line)
             shown += 1
     if not follow:

@@ -503,35 +503,9 @@ def apply(
 
     # 17. Step Functions StopExecution: moto marks the program stopped but a callback task (.waitForTaskToken) keeps
     #    waiting for its token or heartbeat (minutes), so the execution stayed RUNNING after DELETE /jobs/{id}
-    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too.
-    from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
-
-    original_stop = ParserExecution.stop
-
-    def stop(self: Any, stop_date: Any, error: Any, cause: Any) -> Any:
-        result = original_stop(self, stop_date=stop_date, error=error, cause=cause)
-        env = getattr(self.exec_worker, "env", None)
-        pool = getattr(getattr(env, "callback_pool_manager", None), "_pool", {}) or {}
-        for endpoint in list(pool.values()):
-            endpoint.interrupt_all()
-        return result
-
-    ParserExecution.stop = stop
-
-    #    The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
-    #    (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
-    from moto.stepfunctions.parser.asl.eval.environment import Environment as AslEnvironment
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
-
-    for name in ("set_error", "set_timed_out"):
-        original = getattr(AslEnvironment, name)
-
-        def unless_stopped(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            if isinstance(self._program_state, ProgramStopped):
-                return None
-            return _original(self, *args, **kwargs)
-
-        setattr(AslEnvironment, name, unless_stopped)
+    #    stopped it. AWS ends a stopped execution at once (ABORTED): interrupt the execution's callback waits too
+    #    (``patch_stop_execution``; the in-process pipeline harness applies it as well).
+    patch_stop_execution()
 
     # 18. Step Functions callback tasks with HeartbeatSeconds: moto sets up the heartbeat wait only after the task's
     #    Lambda invocation returns. A SendTaskHeartbeat sent by that Lambda itself answered InvalidToken, and a
@@ -549,6 +523,39 @@ def apply(
         MOTO_VERSION,
     )
     return invoker
+
+
+def patch_stop_execution(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 17 (see ``apply``): a stopped execution ends ABORTED at once, also while a callback task waits.
+    ``set_attribute``: as in ``patch_early_callbacks`` (the in-process integration tests undo it after each test)."""
+    from moto.stepfunctions.parser.backend.execution import Execution as ParserExecution
+
+    original_stop = ParserExecution.stop
+
+    def stop(self: Any, stop_date: Any, error: Any, cause: Any) -> Any:
+        result = original_stop(self, stop_date=stop_date, error=error, cause=cause)
+        env = getattr(self.exec_worker, "env", None)
+        pool = getattr(getattr(env, "callback_pool_manager", None), "_pool", {}) or {}
+        for endpoint in list(pool.values()):
+            endpoint.interrupt_all()
+        return result
+
+    set_attribute(ParserExecution, "stop", stop)
+
+    # The interrupted wait then ends in an error, and moto's set_error / set_timed_out overwrite the stopped state
+    # (the execution would end FAILED and run its Catch): in AWS a stopped execution stays ABORTED.
+    from moto.stepfunctions.parser.asl.eval.environment import Environment as AslEnvironment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    for name in ("set_error", "set_timed_out"):
+        original = getattr(AslEnvironment, name)
+
+        def unless_stopped(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if isinstance(self._program_state, ProgramStopped):
+                return None
+            return _original(self, *args, **kwargs)
+
+        set_attribute(AslEnvironment, name, unless_stopped)
 
 
 def patch_early_callbacks(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:

@@ -82,6 +82,9 @@ class Stack:
         }
         self._stop = threading.Event()
         self._state_lock = threading.Lock()
+        # One client for the supervisor's own loopback calls (readiness polls): httpx.get() builds a client, and with
+        # it an SSL context (~50 ms of CPU), on every call.
+        self.http = httpx.Client(timeout=10)
         self.server: Any = None
         self.runner: Any = None
         self.hosting: Any = None
@@ -140,7 +143,7 @@ class Stack:
         fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self.server.start()
-        httpx.post(
+        self.http.post(
             f"{self.moto_endpoint}/moto-api/config", json={"stepfunctions": {"execute_state_machine": True}}, timeout=10
         ).raise_for_status()
         # The admin identity exists before enforcement is switched on (moto accepts any key until then).
@@ -345,7 +348,7 @@ class Stack:
     def _wait_http(self, url: str, deadline: float, what: str, budget: float) -> None:
         while time.monotonic() < deadline:
             try:
-                if httpx.get(url, timeout=2).status_code == 200:
+                if self.http.get(url, timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -484,6 +487,7 @@ class Stack:
                 self.server.stop()
             except Exception:
                 log.exception("error while stopping the moto server")
+        self.http.close()
         self.save(ready=False, phase="stopped", stopped_at=time.time())
         log.info("stopped")
 

@@ -10,6 +10,7 @@ import threading
 import time
 
 from tests.e2e.conftest import ROOT, LocalStack, cli_command
+from tests.e2e.helpers import LineReader
 
 UUID_LEN = 36
 
@@ -53,7 +54,8 @@ def test_logs_follow_shows_new_lines(stack: LocalStack) -> None:
     lines: queue.Queue[str] = queue.Queue()
     try:
         assert follower.stderr is not None and follower.stdout is not None
-        assert "following 1 log file(s) for 120 s" in follower.stderr.readline()
+        # bounded: a follower that never gets there (e.g. blocked on a full stdout pipe) fails here, not at the timeout
+        assert "following 1 log file(s) for 120 s" in LineReader(follower, "stderr").next_line(timeout=60)
         threading.Thread(target=lambda: [lines.put(line) for line in follower.stdout], daemon=True).start()
         job = _job(stack)
         deadline = time.monotonic() + 60

@@ -1,5 +1,6 @@
 """One local stack (started through the CLI, as in the e2e suite) for every integration test that goes through the front
-door: package-scoped, so it stops when tests/integration is done."""
+door: one per test process (session scope), stopped at its end. Package scope started it again every time an xdist
+worker came back to tests/integration after a file of another package (five starts and stops in one run)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.e2e.conftest import LocalStack, start_stack, stop_stack
 from tests.integration.frontdoor.client import FrontDoorClient
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def door_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     local = start_stack(tmp_path_factory.mktemp("omnireel-front-door"), "--no-relay")
     try:
@@ -24,12 +25,12 @@ def door_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]
         assert not left, f"processes left after `omnireel local down`: {left}"
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def door_state(door_stack: LocalStack) -> dict[str, Any]:
     return door_stack.state()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def door(door_state: dict[str, Any]) -> FrontDoorClient:
     """The front door, signing as the local developer (the CLI's identity)."""
     keys = homedir.developer_credentials(door_state)

@@ -4,6 +4,7 @@ import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
+from omnireel_local.moto_patches import patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline
 
 
@@ -12,6 +13,7 @@ def corpus_pipeline():
     mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
     mock.start()
     with pytest.MonkeyPatch.context() as patch:
+        patch_stop_execution(patch.setattr)  # the teardown's stop ends executions waiting for a video at once
         pipeline = Pipeline()
         patch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())
         pipeline.deploy()

@@ -4,7 +4,7 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
-from omnireel_local.moto_patches import patch_early_callbacks
+from omnireel_local.moto_patches import patch_early_callbacks, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline
 
 
@@ -13,6 +13,9 @@ def make_pipeline(monkeypatch):
     """Deploy the pipeline on moto (executing Step Functions) with optional parameter overrides."""
     mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
     mock.start()
+    # As on AWS (and the local stack): a stopped execution ends ABORTED at once, also while its callback task waits
+    # for the video; without it every execution left waiting kept the teardown below busy until its 10 s bound.
+    patch_stop_execution(monkeypatch.setattr)
     created = []
 
     # moto 5.2.5 drops SendTaskFailure's `cause` (AWS passes it to Catch as $.error.Cause).
