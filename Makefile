@@ -155,7 +155,7 @@ build: $(SAM_STAMP) ## sam build (no container needed)
 # The benches run with .venv-dev's Python (numpy, PyAV), except cold_start: it measures .venv's packages as the layer.
 bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
 	@$(DEV_PY) bench/video_request_prep.py
-	@$(PY) bench/cold_start.py
+	@$(PY) bench/cold_start.py --instructions
 	@$(DEV_PY) bench/capacity.py
 	@$(DEV_PY) bench/relay_bench.py
 	@$(DEV_PY) bench/orchestration_overhead.py

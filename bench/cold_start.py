@@ -1,6 +1,6 @@
 """Cold-start proxy per Lambda function: module import time of functions/<name>/handler.py, and package size.
 
-    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--nopyc] [--out docs/benchmarks.md|-]
+    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--nopyc] [--instructions] [--out docs/benchmarks.md|-]
 
 The yardstick is measured side by side in the same run: the smallest useful Lambda, ``import boto3`` plus creating one
 client (``boto3.client("s3")``), in the same kind of fresh interpreter with the same layer. Each function's import is
@@ -35,6 +35,7 @@ import argparse
 import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -192,6 +193,42 @@ def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False, s
     return Sample(float(found.group(1)), float(found.group(2)), proc.stderr)
 
 
+def instructions(name: str, sdk: bool = False) -> int:
+    """User-space instructions of one fresh interpreter running ``name``'s child code (valgrind's cachegrind, no cache
+    simulation): deterministic, so other load on the machine cannot move it. Interpreter start-up is included; the
+    caller subtracts an empty interpreter's count."""
+    code = {"(empty interpreter)": "pass", BASELINE: BASELINE_CHILD}.get(name) or PROBES.get(name, CHILD)
+    env = child_env("api" if name.startswith("(") else name, None, sdk)
+    with tempfile.TemporaryDirectory(prefix="omnireel-cachegrind-") as tmp:
+        argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={tmp}/out"]
+        proc = subprocess.run(
+            [*argv, sys.executable, "-S", "-s", "-c", code], env=env, cwd=tmp, capture_output=True, text=True,
+            timeout=900, check=False,
+        )  # fmt: skip
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if proc.returncode or not found:
+        raise RuntimeError(f"{name}: valgrind failed\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instruction_table(names: list[str]) -> str:
+    """Instructions per function and probe as a ratio to the baseline's (SDK off; the SDK-on column for functions)."""
+    empty = instructions("(empty interpreter)")
+    base = instructions(BASELINE) - empty
+    rows = [f"| {BASELINE} | {base / 1e6:,.0f} | 1.00 | | |"]
+    for name in [*PROBES, *names]:
+        off = instructions(name) - empty
+        on = (instructions(name, sdk=True) - empty) if name in names else None
+        rows.append(
+            f"| {name} | {off / 1e6:,.0f} | **{off / base:.2f}** | "
+            + (f"{on / 1e6:,.0f} | {on / base:.2f} |" if on is not None else "| |")
+        )
+    return (
+        "| function or probe | SDK off: M instructions | / baseline | SDK on: M instructions | / baseline |\n"
+        "|---|---|---|---|---|\n" + "\n".join(rows)
+    )
+
+
 def heavy_imports(stderr: str, top: int = 6) -> list[tuple[str, float]]:
     """Self time (ms) per top-level package, from ``-X importtime`` output."""
     by_package: dict[str, float] = defaultdict(float)
@@ -229,13 +266,25 @@ def build_dir(name: str) -> Path | None:
     return path if path.is_dir() else None
 
 
+INSTRUCTIONS_NOTE = (
+    "Instructions (`--instructions`): user-space instructions of each import (valgrind cachegrind; an empty "
+    "interpreter's count subtracted), one run each. Deterministic, so the machine's load cannot move them; they leave "
+    "out system calls (file look-ups and reads), so they understate import-heavy costs a little against wall time."
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 runs per function and condition; no write unless --out")
     parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (7)")
     parser.add_argument("--nopyc", action="store_true", help="also measure without bytecode (SDK off; slower)")
     parser.add_argument("--out", default=None, help="file whose 'cold_start' section is replaced; '-' prints")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions with valgrind (load-independent; slow)"
+    )
     args = parser.parse_args()
+    if args.instructions and not shutil.which("valgrind"):
+        parser.error("--instructions needs valgrind on PATH (apt-get install valgrind)")
     runs = args.runs or (3 if args.quick else 7)
     out = args.out if args.out is not None else ("-" if args.quick else str(REPO / "docs" / "benchmarks.md"))
     started = time.perf_counter()
@@ -277,6 +326,7 @@ def main() -> None:
                     record(name, "nopyc", import_ms(name, empty))
             breakdown[name] = heavy_imports(import_ms(name, None, importtime=True).stderr)
         breakdown[BASELINE] = heavy_imports(import_ms(BASELINE, None, importtime=True).stderr)
+        counted = instruction_table(names) if args.instructions else ""
 
     def med(values: list[float] | None) -> str:
         return f"{statistics.median(values):.0f}" if values else "-"
@@ -325,9 +375,8 @@ def main() -> None:
     met = sum(1 for value in ratios.values() if value <= TARGET_RATIO)
     met_on = sum(1 for value in ratios_on.values() if value <= TARGET_RATIO)
     load = os.getloadavg()
-    command = (
-        f".venv/bin/python bench/cold_start.py{' --quick' if args.quick else ''}{' --nopyc' if args.nopyc else ''}"
-    )
+    flags = "".join(f" --{flag}" for flag in ("quick", "nopyc", "instructions") if getattr(args, flag))
+    command = f".venv/bin/python bench/cold_start.py{flags}"
     text = f"""## Cold-start proxy (`bench/cold_start.py`)
 
 Command: `{command}` ({runs} fresh interpreters per function and condition, each right after a baseline run).
@@ -362,6 +411,7 @@ What the shared pieces cost, each probe paired with the baseline like a function
 |---|---|---|---|---|---|
 {chr(10).join(probe_rows)}
 
+{INSTRUCTIONS_NOTE + chr(10) + chr(10) + counted + chr(10) + chr(10) if counted else ""}\
 Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc, SDK off; `handler`
 is the module's own top-level work: settings, stores, client creation):
 

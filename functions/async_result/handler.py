@@ -23,7 +23,7 @@ settings = PublishSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 callbacks = TaskCallbacks()
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # job.succeeded
 
 
 @logger.inject_lambda_context(clear_state=True)

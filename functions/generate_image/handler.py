@@ -44,7 +44,12 @@ def handler(event: dict, context: LambdaContext) -> dict:
         )
     with stage_duration("stage_video_request"):
         staged = stage_video_request(
-            step.job_id, png=image.png, jobs=jobs, artifacts=artifacts, model_id=settings.video_model_id
+            step.job_id,
+            png=image.png,
+            jobs=jobs,
+            artifacts=artifacts,
+            model_id=settings.video_model_id,
+            record_artifacts=image.artifacts,
         )
     with stage_duration("invoke_video"):
         invoke_video(
@@ -57,6 +62,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             invocation_timeout_seconds=settings.video_invocation_timeout_seconds,
             request_ttl_seconds=settings.video_request_ttl_seconds,
             content_type=staged.content_type,
+            record_artifacts=staged.artifacts,
         )
     # After the render is queued (the video is what the job waits for), still before the render could be done; also on
     # a retry that found the image stored: published once (omnireel.progress).

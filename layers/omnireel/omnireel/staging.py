@@ -24,19 +24,29 @@ from omnireel.video_request import build_video_request
 class StagedRequest:
     uri: str  # jobs/<id>/video-request.multipart
     content_type: str | None  # multipart/form-data; boundary=...; None when a retry found it staged and queued
+    # The job's artifacts with the request: written with the next transition (rendering_video), not on their own.
+    artifacts: dict[str, str] | None = None
 
 
 def stage_video_request(
-    job_id: str, *, png: bytes | None, jobs: JobStore, artifacts: ArtifactStore, model_id: str | None
+    job_id: str,
+    *,
+    png: bytes | None,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    model_id: str | None,
+    record_artifacts: dict[str, str] | None = None,
 ) -> StagedRequest:
     """Build the /v1/videos/sync request from the still and stage it in S3 for InvokeEndpointAsync.
 
     Runs in GenerateImage, right after the image, on the PNG bytes it already holds (``png``): no S3 round trip of
     the 1.6-2.7 MB PNG and no extra Lambda hop. Only a retry (``png`` None) reads the stored image back; a retry that
     finds the job rendering already (it crashed after storing the task token) keeps the staged request.
+    ``record_artifacts`` (the job's artifacts with the image just stored) is written with the staging transition.
     """
+    fields = {"artifacts": record_artifacts} if record_artifacts else {}
     try:
-        job = jobs.transition(job_id, JobStatus.STAGING_VIDEO)
+        job = jobs.transition(job_id, JobStatus.STAGING_VIDEO, **fields)
     except JobConflict:
         job = jobs.get(job_id)
         if job.status is not JobStatus.RENDERING_VIDEO or not job.artifacts.video_request:
@@ -50,9 +60,9 @@ def stage_video_request(
     reference = prepare_video_reference(png, request.video.width, request.video.height)
     staged = build_video_request(request, reference, model_id=model_id)
     uri = str(artifacts.put(video_request_key(job_id), staged.body, staged.content_type))
-    jobs.set_artifact(job_id, "video_request", uri)
     logger.info(
         "video request staged",
         extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
     )
-    return StagedRequest(uri, staged.content_type)
+    recorded = job.artifacts.model_copy(update={"video_request": uri}).model_dump(exclude_none=True)
+    return StagedRequest(uri, staged.content_type, recorded)

@@ -51,6 +51,8 @@ def require_request(job: Job) -> JobRequest:
 class GeneratedImage:
     uri: str  # jobs/<id>/image.png, kept for consumers (presigned link, job.image_ready)
     png: bytes | None  # the bytes just generated; None when a retry found the image already stored
+    # The job's artifacts with the image: written with the staging transition (one write instead of two).
+    artifacts: dict[str, str] | None = None
 
 
 def generate_image(
@@ -70,8 +72,8 @@ def generate_image(
         return GeneratedImage(job.artifacts.image, None)
     png = endpoint.generate(image_request_body(require_request(job), model_id))
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
-    jobs.set_artifact(job_id, "image", uri)
-    return GeneratedImage(uri, png)
+    # Recorded by the staging transition that follows at once (a crash in between regenerates the image on retry).
+    return GeneratedImage(uri, png, job.artifacts.model_copy(update={"image": uri}).model_dump(exclude_none=True))
 
 
 def invoke_video(
@@ -85,13 +87,16 @@ def invoke_video(
     invocation_timeout_seconds: int,
     request_ttl_seconds: int,
     content_type: str | None = None,
+    record_artifacts: dict[str, str] | None = None,
 ) -> None:
     """Store the task token with the job, then hand the staged request to the async endpoint.
 
     Runs in GenerateImage right after staging (``content_type``: the staged request's, known there; None on a retry
-    that found the request staged already, which reads it from S3).
+    that found the request staged already, which reads it from S3). ``record_artifacts``: the job's artifacts with the
+    staged request, written with this transition.
     """
-    job = jobs.transition(job_id, JobStatus.RENDERING_VIDEO, task_token=task_token)
+    fields = {"artifacts": record_artifacts} if record_artifacts else {}
+    job = jobs.transition(job_id, JobStatus.RENDERING_VIDEO, task_token=task_token, **fields)
     if job.async_invocation is not None:
         # A retried attempt: the request is already queued; never render twice.
         logger.info("video already requested", extra={"job_id": job_id})

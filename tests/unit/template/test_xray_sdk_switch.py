@@ -145,7 +145,7 @@ def test_the_no_op_tracer_keeps_every_decorator_form_and_adds_nothing() -> None:
 # (a rejected drop's job.failed event, a batch in the API, the safety nets' rare publishes) may be created on first use.
 EVERY_CALL_CLIENTS = {
     "api": {"dynamodb", "s3", "stepfunctions"},
-    "async_result": {"dynamodb", "s3", "stepfunctions"},
+    "async_result": {"dynamodb", "s3", "stepfunctions", "sns", "events"},  # job.succeeded on every success
     "batch_progress": {"dynamodb", "s3"},
     "batch_submit": {"dynamodb", "s3", "sqs", "stepfunctions"},
     "fail_overdue_jobs": {"dynamodb", "s3", "stepfunctions"},
