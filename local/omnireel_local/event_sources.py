@@ -31,7 +31,12 @@ from typing import Any
 log = logging.getLogger("omnireel_local.event_sources")
 
 DEFAULT_CONCURRENCY = 4
-RECEIVE_WAIT_S = 1  # long-poll slice: short, so shutdown is prompt
+# Long polling as Lambda's own pollers do it (20 s, SQS's maximum): an idle queue costs one ReceiveMessage per poller
+# per 20 s instead of one per second (11 pollers at 1 s kept an idle stack at ~15 % of a core). A message sent
+# meanwhile ends the wait at once (moto wakes the waiting receive), so delivery is not slower. Shutdown does not wait
+# for these waits: the threads are daemons, and a poller that wakes after shutdown delivers nothing.
+RECEIVE_WAIT_S = 20
+SHUTDOWN_DELIVERY_WAIT_S = 5  # shutdown waits this long at most for invocations already under way
 
 
 @dataclass
@@ -129,6 +134,8 @@ class SqsPollers:
         self._region = region
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._delivering = 0  # invocations under way (shutdown waits for them, bounded)
+        self._idle = threading.Condition()
 
     def start(self) -> None:
         for mapping in self.mappings:
@@ -145,10 +152,12 @@ class SqsPollers:
                 self._threads.append(thread)
 
     def shutdown(self) -> None:
+        """Stop polling. Waits (bounded) for invocations under way; threads still inside a long poll are left to it:
+        they are daemons, and one that receives messages after this delivers nothing (the messages become visible again
+        after the visibility timeout, as when a mapping is disabled on AWS)."""
         self._stop.set()
-        deadline = time.monotonic() + RECEIVE_WAIT_S + 5
-        for thread in self._threads:
-            thread.join(timeout=max(0.1, deadline - time.monotonic()))
+        with self._idle:
+            self._idle.wait_for(lambda: self._delivering == 0, timeout=SHUTDOWN_DELIVERY_WAIT_S)
 
     def _poll(self, mapping: SqsMapping) -> None:
         queue_url = None
@@ -160,8 +169,19 @@ class SqsPollers:
                     queue_url = self._queue_url_of(mapping.queue_arn)
                 messages = self._receive(sqs, queue_url, mapping)
                 if messages:
-                    self._deliver(sqs, queue_url, mapping, fn, messages)
+                    with self._idle:
+                        if self._stop.is_set():  # received during shutdown: not delivered, visible again later
+                            return
+                        self._delivering += 1
+                    try:
+                        self._deliver(sqs, queue_url, mapping, fn, messages)
+                    finally:
+                        with self._idle:
+                            self._delivering -= 1
+                            self._idle.notify_all()
             except Exception:  # keep polling, as the Lambda service does; the log says what went wrong
+                if self._stop.is_set():  # the stack is stopping (its endpoints close under a waiting receive)
+                    return
                 log.exception("sqs event source %s: poll failed", mapping.uuid)
                 self._stop.wait(1.0)
 

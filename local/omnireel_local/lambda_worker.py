@@ -34,6 +34,11 @@ _JOB_ID = re.compile(
 )
 _SENTINEL = "\x00omnireel-log-drained\x00"
 MAX_HELD_LINES = 2000  # an invocation whose job id is not known yet holds at most this many lines
+# Packages in .venv that a deployed function does not have (neither the python3.13 runtime nor the domain layer ships
+# them) are unimportable here, so a handler sees the same modules as on Lambda. awscrt is the relay's HTTP/2
+# transport: present, botocore imports it at every cold start (~0.2 s of CPU per worker) and takes CRT code paths
+# (signing, checksums) that the deployed functions never run.
+NOT_ON_LAMBDA = ("awscrt",)
 
 
 def job_ids(text: str) -> str | None:
@@ -144,6 +149,8 @@ def main() -> int:
     sys.stderr = os.fdopen(2, "w", buffering=1)
     for path in reversed(args.path):
         sys.path.insert(0, path)
+    for name in NOT_ON_LAMBDA:
+        sys.modules[name] = None  # type: ignore[assignment]  # `import awscrt` raises ImportError, as on Lambda
 
     def send(message: dict[str, Any]) -> None:
         channel.write(json.dumps(message) + "\n")

@@ -544,4 +544,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # By now every process the stack started is stopped and its state file written. Skip the interpreter's own
+    # teardown: collecting moto's in-memory backends at exit took ~4 s of every `local down` (nothing registers
+    # atexit work here; logs are flushed first).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

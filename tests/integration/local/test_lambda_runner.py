@@ -26,7 +26,19 @@ def handler(event, context):
         raise StepError('{"code": "Boom", "message": "it broke"}')
     return {"pid": os.getpid(), "boot": BOOT, "fn": context.function_name, "env": os.environ.get("GREETING"),
             "endpoint": os.environ.get("AWS_ENDPOINT_URL"), "remaining": context.get_remaining_time_in_millis(),
-            "key": os.environ.get("AWS_ACCESS_KEY_ID"), "token": os.environ.get("AWS_SESSION_TOKEN")}
+            "key": os.environ.get("AWS_ACCESS_KEY_ID"), "token": os.environ.get("AWS_SESSION_TOKEN"),
+            "crt": _importable("awscrt"), "botocore_crt": _botocore_has_crt()}
+
+def _importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+def _botocore_has_crt():
+    import botocore.compat
+    return botocore.compat.HAS_CRT
 """
 
 
@@ -58,6 +70,8 @@ def test_warm_reuse_and_environment(runner: LambdaRunner) -> None:
     a, b = json.loads(first.payload), json.loads(second.payload)
     assert a["pid"] == b["pid"] and a["boot"] == b["boot"]  # same execution environment, init ran once
     assert (a["fn"], a["env"], a["endpoint"]) == ("fn", "hi", "http://127.0.0.1:9")
+    # The deployed function has no awscrt (the layer does not ship it; .venv has it for the relay): nor does a worker.
+    assert (a["crt"], a["botocore_crt"]) == (False, False)
     assert 0 < a["remaining"] <= 10_000
     changed = invoke(runner, {}, env={"GREETING": "bye"})  # new configuration -> new environment
     assert changed.cold and json.loads(changed.payload)["env"] == "bye"
