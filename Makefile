@@ -118,8 +118,10 @@ lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL v
 
 # Test files run in parallel (pytest-xdist, one file per worker at a time): every e2e worker starts its own local
 # stack with its own home and free ports, so workers never share state. TEST_WORKERS=1 runs them one by one.
+# --no-loadscope-reorder: files are handed out in collection order, which tests/conftest.py sorts longest first
+# (xdist's default order is by number of tests, which left the long fault suite and e2e files for the end).
 TEST_WORKERS ?= auto
-PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test-unit: $(DEV_STAMP)
 	@$(PYTEST) tests/unit

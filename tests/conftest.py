@@ -12,3 +12,27 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "omnireel-test")
 # In-process handlers run on Step Functions' threads, outside pytest's capture: keep their EMF lines out of the output.
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "omnireel-test")
+
+# `make test` runs files in parallel (pytest-xdist --dist loadfile --no-loadscope-reorder): a worker takes the next
+# file when it is done with one. The longest files go first, so the run does not end with one worker alone on a
+# long file while the other is idle (longest-processing-time-first). Seconds on 2 cores under `make test` (the whole
+# suite running), 2026-12-01; a file not listed runs after these in collection order. Only the order depends on
+# this list, never what runs: tests/unit/test_test_order.py checks that every path still exists.
+SLOWEST_FIRST = (
+    "tests/reliability/test_faults.py",
+    "tests/e2e/test_lifecycle.py",
+    "tests/integration/pipeline/test_state_machine.py",
+    "tests/integration/test_sam_build.py",
+    "tests/e2e/test_s3_corpus.py",
+    "tests/e2e/test_supervisor.py",
+    "tests/e2e/test_executions.py",
+    "tests/e2e/test_invoke.py",
+    "tests/e2e/test_consumers.py",
+    "tests/e2e/test_ports.py",
+    "tests/e2e/test_batches.py",
+)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: a file stays together

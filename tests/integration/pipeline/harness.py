@@ -16,6 +16,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 import zipfile
@@ -465,6 +466,29 @@ def _aws_shaped_sns(payload: Any) -> Any:
                 if not str(sns.get(key, "")).startswith("https://"):
                     sns[key] = f"https://sns.{REGION}.amazonaws.com/example"
     return payload
+
+
+def serialize_metrics(setattr_: Callable[..., None]) -> None:
+    """Let the handlers share Powertools' metric set safely while moto runs them on its threads.
+
+    On AWS a function's process runs one invocation at a time. Here the handlers run in-process, on the test's thread
+    and on moto's Step Functions threads, and Powertools keeps one metric set per process (a class-level dict that every
+    ``Metrics`` shares). With metrics disabled (tests/conftest.py) nothing flushes it, so values piled up across tests
+    until a metric reached Powertools' 100 values; ``add_metric`` then serialised the set, iterating it while another
+    thread's handler added a name: "RuntimeError: dictionary changed size during iteration" (CI, 2026-12-01). So each
+    deployment starts with an empty set and one ``add_metric`` runs at a time. ``setattr_``: monkeypatch's setattr.
+    """
+    from omnireel.observability import metrics
+
+    metrics.clear_metrics()
+    lock = threading.Lock()
+    add_metric = metrics.provider.add_metric
+
+    def add_metric_one_at_a_time(*args: Any, **kwargs: Any) -> None:
+        with lock:
+            add_metric(*args, **kwargs)
+
+    setattr_(metrics.provider, "add_metric", add_metric_one_at_a_time)
 
 
 def _load_handler(name: str, suffix: str) -> Any:

@@ -1,0 +1,31 @@
+"""The run order list in tests/conftest.py names files that exist (a renamed file would silently lose its place)."""
+
+from pathlib import Path
+
+from tests.conftest import SLOWEST_FIRST
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_file_in_the_slowest_first_list_exists() -> None:
+    missing = [path for path in SLOWEST_FIRST if not (ROOT / path).is_file()]
+    assert not missing, f"tests/conftest.py SLOWEST_FIRST names files that do not exist: {missing}"
+    assert len(set(SLOWEST_FIRST)) == len(SLOWEST_FIRST)
+
+
+def test_collection_puts_the_listed_files_first_and_keeps_each_file_together() -> None:
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid = nodeid
+
+    items = [Item(n) for n in ("tests/unit/a.py::x", f"{SLOWEST_FIRST[1]}::y", "tests/unit/a.py::z")]
+    items += [Item(f"{SLOWEST_FIRST[0]}::w")]
+    pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == [
+        f"{SLOWEST_FIRST[0]}::w",
+        f"{SLOWEST_FIRST[1]}::y",
+        "tests/unit/a.py::x",
+        "tests/unit/a.py::z",
+    ]
