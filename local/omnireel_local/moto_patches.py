@@ -521,6 +521,11 @@ def apply(
     #    same backend is chosen); it was ~6 % of the stack process's CPU, every SDK call paying it.
     patch_server_dispatch()
 
+    # 20. SNS message signing: moto generated a new 2048-bit RSA key for every subscription (~0.1-0.3 s of CPU at its
+    #    first delivery). AWS signs every message of a region with that region's one signing certificate. One key per
+    #    process here (``patch_sns_signing_key``; the in-process pipeline harness applies it too).
+    patch_sns_signing_key()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -554,6 +559,28 @@ def patch_server_dispatch(set_attribute: Callable[[Any, str, Any], None] = setat
 
     get_backend_for_host.omnireel_cached = True  # type: ignore[attr-defined]
     set_attribute(DomainDispatcherApplication, "get_backend_for_host", get_backend_for_host)
+
+
+def patch_sns_signing_key(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 20 (see ``apply``): every SNS subscription signs with one key per process, as a region does on AWS."""
+    import threading
+
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from moto.sns.models import Subscription
+
+    if getattr(Subscription.private_key, "omnireel_shared", False):
+        return
+    keys: list[rsa.RSAPrivateKey] = []
+    lock = threading.Lock()
+
+    def private_key(self: Any) -> rsa.RSAPrivateKey:
+        with lock:
+            if not keys:
+                keys.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            return keys[0]
+
+    private_key.omnireel_shared = True  # type: ignore[attr-defined]
+    set_attribute(Subscription, "private_key", private_key)
 
 
 def patch_stop_execution(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:

@@ -4,7 +4,7 @@ import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
-from omnireel_local.moto_patches import patch_stop_execution
+from omnireel_local.moto_patches import patch_sns_signing_key, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
 
@@ -14,6 +14,7 @@ def corpus_pipeline():
     mock.start()
     with pytest.MonkeyPatch.context() as patch:
         patch_stop_execution(patch.setattr)  # the teardown's stop ends executions waiting for a video at once
+        patch_sns_signing_key(patch.setattr)  # patch 20: one SNS signing key, not one per subscription
         serialize_metrics(patch.setattr)  # handlers on moto's threads share Powertools' metric set
         pipeline = Pipeline()
         patch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())
