@@ -140,7 +140,7 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
             )
 
         wait_for(ignored, 60, "async_result to ignore the late notification")
-        events = subscriber.until(lambda got: any(e["job_id"] == job_id for e in got), 30)
+        events = subscriber.until(lambda got: any(e.get("job_id") == job_id for e in got), 30)
     finally:
         httpx.put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
         subscriber.close()
@@ -148,7 +148,7 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
     assert job["status"] == "cancelled"
     assert job["error"]["code"] == "Cancelled"
     assert "video" not in job["artifacts"]
-    terminal = [e for e in events if e["job_id"] == job_id]
+    terminal = [e for e in events if e.get("job_id") == job_id]
     assert [e["event_type"] for e in terminal] == ["job.cancelled"]
     # The execution was stopped (ABORTED), not left waiting for its callback.
     sfn = aws_client(stack, "stepfunctions")
