@@ -18,6 +18,8 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
 - ``lambda_crash``: ``{"<function name substring>": {"rate": 0.2, "after_s": 0.05}}``: the Lambda runner sends the
   event to the worker, lets it run ``after_s`` seconds, then SIGKILLs it; the invocation fails with
   ``Runtime.ExitError`` whether or not the handler had finished (side effects may or may not have happened).
+  ``"first": true`` also crashes the first invocation of a matching function after the config took effect, so a short
+  run is sure to see at least one crash (job ids depend on the stack's random developer key, so the draws do too).
 - ``sfn_start_failure_rate``: Step Functions StartExecution answers ``ThrottlingException`` (HTTP 400, retried by
   boto3 until its attempts run out), so a job record exists whose execution never started - what the job deadline's
   safety net (FailOverdueJobs) must end.
@@ -98,6 +100,13 @@ def _draw(config: dict[str, Any], kind: str, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def _first_time(name: str) -> bool:
+    """True the first time ``name`` is asked since the config last changed."""
+    with _lock:
+        _seen[name] += 1
+        return _seen[name] == 1
+
+
 def record(kind: str, key: str, **extra: Any) -> None:
     log.warning("fault injected: %s %s %s", kind, key, extra or "")
     if _home is None:
@@ -160,7 +169,8 @@ def lambda_crash(function_name: str, payload: str) -> float | None:
     for pattern, spec in (config.get("lambda_crash") or {}).items():
         if pattern.lower() in function_name.lower():
             key = f"{function_name}|{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
-            if _draw(config, "lambda", key) < float(spec.get("rate", 0)):
+            first = bool(spec.get("first")) and _first_time(f"lambda_first|{pattern}")
+            if first or _draw(config, "lambda", key) < float(spec.get("rate", 0)):
                 after = float(spec.get("after_s", 0.05))
                 job = ""
                 with contextlib.suppress(ValueError, AttributeError):
