@@ -1063,7 +1063,8 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
 
     original_factory = sfn_boto_client.boto_client_for
     for module in list(sys.modules.values()):
-        if getattr(module, "boto_client_for", None) is original_factory:
+        # The module's own namespace, not getattr: a lazy module's __getattr__ would load it (patch 21's moto.batch).
+        if getattr(module, "__dict__", {}).get("boto_client_for") is original_factory:
             module.boto_client_for = boto_client_for
 
 
