@@ -41,21 +41,25 @@ _share_botocore_data_loader()
 
 # `make test` runs files in parallel (pytest-xdist --dist loadfile --no-loadscope-reorder): a worker takes the next
 # file when it is done with one. The longest files go first, so the run does not end with one worker alone on a
-# long file while the other is idle (longest-processing-time-first). Seconds on 2 cores under `make test` (the whole
-# suite running), 2026-12-01; a file not listed runs after these in collection order. Only the order depends on
+# long file while the others are idle (longest-processing-time-first). Order of the files' seconds in `make test` on
+# 2 cores (junit times, 2026-12-01); a file not listed runs after these in collection order. Only the order depends on
 # this list, never what runs: tests/unit/test_test_order.py checks that every path still exists.
 SLOWEST_FIRST = (
     "tests/reliability/test_faults.py",
-    "tests/e2e/test_lifecycle.py",
     "tests/integration/pipeline/test_state_machine.py",
-    "tests/integration/test_sam_build.py",
-    "tests/e2e/test_s3_corpus.py",
-    "tests/e2e/test_supervisor.py",
     "tests/e2e/test_executions.py",
-    "tests/e2e/test_invoke.py",
     "tests/e2e/test_consumers.py",
-    "tests/e2e/test_ports.py",
+    "tests/e2e/test_lifecycle.py",
+    "tests/integration/relay/test_relay_long_utterances.py",
+    "tests/e2e/test_s3_corpus.py",
+    "tests/integration/corpus/test_api_corpus_front_door.py",
+    "tests/e2e/test_supervisor.py",
     "tests/e2e/test_batches.py",
+    "tests/integration/pipeline/test_entry_points.py",
+    "tests/unit/template/test_xray_sdk_switch.py",
+    "tests/e2e/test_invoke.py",
+    "tests/e2e/test_cli.py",
+    "tests/integration/test_sam_build.py",
 )
 
 

@@ -1059,13 +1059,17 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
             **credentials.boto(),
         )  # fmt: skip
 
+    rebind_everywhere("boto_client_for", sfn_boto_client.boto_client_for, boto_client_for)
+
+
+def rebind_everywhere(name: str, original: Any, replacement: Any) -> None:
+    """Every imported module whose global ``name`` is ``original`` (``from x import name`` copies) gets ``replacement``.
+    Reads each module's own namespace, not getattr: a lazy module's ``__getattr__`` would load it (patch 21)."""
     import sys
 
-    original_factory = sfn_boto_client.boto_client_for
     for module in list(sys.modules.values()):
-        # The module's own namespace, not getattr: a lazy module's __getattr__ would load it (patch 21's moto.batch).
-        if getattr(module, "__dict__", {}).get("boto_client_for") is original_factory:
-            module.boto_client_for = boto_client_for
+        if getattr(module, "__dict__", {}).get(name) is original:
+            setattr(module, name, replacement)
 
 
 __all__ = ["MOTO_VERSION", "AsyncInvoker", "MotoVersionMismatch", "apply", "enforce_iam"]

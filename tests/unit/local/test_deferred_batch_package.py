@@ -48,3 +48,23 @@ def test_without_the_patch_the_interpreter_imports_batch_and_ec2() -> None:
     plain = probe("plain")
     assert plain["after_parser"] == {"moto.batch.models": True, "moto.ec2": True}
     assert plain["queues"] == []
+
+
+def test_rebinding_a_patched_function_across_modules_leaves_a_deferred_package_unloaded() -> None:
+    """The IAM patch rebinds Step Functions' boto_client_for in every module; that scan once used getattr, which ran
+    the deferred moto.batch __init__ (and EC2) at every stack start anyway."""
+    probe = """
+import json, sys
+sys.path[:0] = ["local"]
+from omnireel_local.moto_patches import defer_batch_package, rebind_everywhere
+defer_batch_package()
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_batch as batch
+from moto.stepfunctions.parser.asl.utils import boto_client
+original = boto_client.boto_client_for
+def replacement(*args): return None
+rebind_everywhere("boto_client_for", original, replacement)
+print(json.dumps({"rebound": batch.boto_client_for is replacement, "ec2": "moto.ec2" in sys.modules}))
+"""
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"rebound": True, "ec2": False}
