@@ -81,8 +81,9 @@ class Phase:
 def phases(scale: int, long: bool) -> list[Phase]:
     """``scale`` jobs per targeted phase; the long run adds a mixed phase with every fault at once."""
     n = scale
-    # "first": each target's first invocation in the phase crashes too, so even 3 jobs are sure to see a crash (the
-    # rate alone left none in about one run in ten: the draws depend on the job ids, which differ per stack).
+    # "first": each target's first invocation in the phase crashes too, so even 3 jobs are sure to see a crash. The
+    # rate alone left none in one run seen (the draws depend on the job ids, which differ per stack; with ~6 draws at
+    # 0.3, an estimated one run in ten).
     crash = {name: {"rate": 0.3, "after_s": 0.15, "first": True} for name in CRASH_TARGETS}
     out = [
         Phase("image_5xx", "image container answers 500 (rate 0.5)", n, {"images": {"error_rate": 0.5}}),

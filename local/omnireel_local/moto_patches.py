@@ -586,13 +586,11 @@ def defer_batch_package() -> None:
         return
     package = importlib.util.module_from_spec(spec)
     loader = spec.loader
-    lock = threading.RLock()
-    loaded: list[bool] = []
+    lock = threading.Lock()
 
     def __getattr__(name: str) -> Any:  # PEP 562: only for names the module does not have yet
         with lock:
-            if not loaded:
-                loaded.append(True)
+            if package.__dict__.get("__getattr__") is __getattr__:  # not loaded yet (loading removes this hook)
                 del package.__dict__["__getattr__"]
                 loader.exec_module(package)
         try:

@@ -475,8 +475,9 @@ def serialize_metrics(setattr_: Callable[..., None]) -> None:
     and on moto's Step Functions threads, and Powertools keeps one metric set per process (a class-level dict that every
     ``Metrics`` shares). With metrics disabled (tests/conftest.py) nothing flushes it, so values piled up across tests
     until a metric reached Powertools' 100 values; ``add_metric`` then serialised the set, iterating it while another
-    thread's handler added a name: "RuntimeError: dictionary changed size during iteration" (CI, 2026-12-01). So each
-    deployment starts with an empty set and one ``add_metric`` runs at a time. ``setattr_``: monkeypatch's setattr.
+    thread's handler added a name: "RuntimeError: dictionary changed size during iteration" (CI, 2026-12-01). So the
+    set is emptied when a test's (or a module's) pipeline fixture is set up, and one ``add_metric`` runs at a time.
+    ``setattr_``: monkeypatch's setattr.
     """
     from omnireel.observability import metrics
 

@@ -30,11 +30,15 @@ print(json.dumps({"after_parser": after_parser, "queues": queues, "backends": ty
 """
 
 
-def probe(mode: str) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, mode], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
-    )
+def run_fresh(code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh interpreter from the repository root; its last stdout line is JSON."""
+    result = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def probe(mode: str) -> dict:
+    return run_fresh(PROBE, mode)
 
 
 def test_the_step_functions_interpreter_imports_without_batch_or_ec2_and_batch_still_works() -> None:
@@ -65,6 +69,4 @@ def replacement(*args): return None
 rebind_everywhere("boto_client_for", original, replacement)
 print(json.dumps({"rebound": batch.boto_client_for is replacement, "ec2": "moto.ec2" in sys.modules}))
 """
-    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"rebound": True, "ec2": False}
+    assert run_fresh(probe) == {"rebound": True, "ec2": False}
