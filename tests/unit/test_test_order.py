@@ -29,3 +29,16 @@ def test_collection_puts_the_listed_files_first_and_keeps_each_file_together() -
         "tests/unit/a.py::x",
         "tests/unit/a.py::z",
     ]
+
+
+def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> None:
+    # `make test` runs WAITING_LANE in its own pytest process and ignores it in the xdist run: a renamed path would
+    # be ignored by neither and run twice, or (if only the --ignore matched) silently not at all.
+    makefile = (ROOT / "Makefile").read_text()
+    (line,) = [line for line in makefile.splitlines() if line.startswith("WAITING_LANE :=")]
+    lane = line.split(":=", 1)[1].split()
+    assert lane, "WAITING_LANE is empty"
+    missing = [path for path in lane if not (ROOT / path).exists()]
+    assert not missing, f"Makefile WAITING_LANE names paths that do not exist: {missing}"
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "$(LANE) >$(WAIT_LOG)" in recipe and "--ignore=,$(LANE)" in recipe
