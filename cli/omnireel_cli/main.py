@@ -8,25 +8,51 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
 import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from . import batches, invoke, job_options, jobs, local_stack, preflight, smoke, tts
+from . import job_options, vocabulary
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
-from .target import Target
+
+if TYPE_CHECKING:
+    from .target import Target
+
+
+def _lazy(name: str) -> ModuleType:
+    """``omnireel_cli.<name>``, executed on first attribute access (importlib's ``LazyLoader``).
+
+    A command loads only the modules it uses: ``--version``, ``--help``, ``local status`` and ``events`` never import
+    botocore, and no command imports the smoke test's, the TTS client's or preflight's dependencies unless it runs them.
+    """
+    full = f"{__package__}.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    spec = importlib.util.find_spec(full)
+    assert spec is not None and spec.loader is not None, full
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+batches, invoke, jobs, local_stack = _lazy("batches"), _lazy("invoke"), _lazy("jobs"), _lazy("local_stack")
+preflight, smoke, target, tts = _lazy("preflight"), _lazy("smoke"), _lazy("target"), _lazy("tts")
 
 DEFAULT_PROMPT = "a paper boat drifting down a rainy city street, cinematic, golden hour reflections"
 
 
 def _target(args: argparse.Namespace) -> Target:
     if getattr(args, "stack", None):
-        return Target.deployed(args.stack, args.region)
-    return Target.local_stack()
+        return target.Target.deployed(args.stack, args.region)
+    return target.Target.local_stack()
 
 
 def _add_job_options(parser: argparse.ArgumentParser) -> None:
@@ -265,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reachable). A video endpoint scaled to zero takes about 10 minutes to wake: --timeout covers it.",
     )  # fmt: skip
     check.add_argument("--out", type=Path, default=Path("out"), help="folder for validation-output.* (default out/)")
-    check.add_argument("--prompt", default=smoke.SMOKE_PROMPT, help="prompt for the image and the video")
+    check.add_argument("--prompt", default=vocabulary.SMOKE_PROMPT, help="prompt for the image and the video")
     check.add_argument("--image-size", default="1024x1024", help="image WIDTHxHEIGHT (default 1024x1024)")
     check.add_argument(
         "--timeout", type=float, default=1200.0,
@@ -273,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     check.add_argument("--tts-timeout", type=float, default=60.0, help="max seconds for the utterance (default 60)")
     check.add_argument(
-        "--skip", action="append", default=[], choices=smoke.CHECKS, metavar="CHECK",
+        "--skip", action="append", default=[], choices=vocabulary.CHECKS, metavar="CHECK",
         help="leave out a check: image, video or tts (repeatable)",
     )  # fmt: skip
     run = commands.add_parser(
@@ -282,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
         "event file, as the developer identity, and print its result (exit 1 if the function failed). The sample "
         "events in events/ use {{placeholders}} for the job id, buckets, topics, execution and task token; they are "
         "filled from a real job of the stack (--job, default the latest). Placeholders: "
-        + "; ".join(f"{name}: {meaning}" for name, meaning in invoke.PLACEHOLDERS.items()),
+        + "; ".join(f"{name}: {meaning}" for name, meaning in vocabulary.PLACEHOLDERS.items()),
     )  # fmt: skip
     run.add_argument("function", metavar="FUNCTION", help="e.g. generate_image, GenerateImageFunction")
     run.add_argument("--event", type=Path, help="event JSON file (default events/<FUNCTION>.json)")
@@ -354,7 +380,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         ready, lines = local_stack.status_lines(local_stack.running_state())
         print("\n".join(lines))
         return 0 if ready else EXIT_INFRA
-    state = Target.local_stack().state
+    state = target.Target.local_stack().state
     print("\n".join(local_stack.env_lines(state)))
     return 0
 
@@ -581,7 +607,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 def cmd_logs(args: argparse.Namespace) -> int:
     from . import logs
 
-    logs.show(Target.local_stack(), args.source, args.job, args.follow, args.timeout, args.tail)
+    logs.show(target.Target.local_stack(), args.source, args.job, args.follow, args.timeout, args.tail)
     return 0
 
 

@@ -29,12 +29,12 @@ from omnireel.errors import MalformedModelOutput
 from . import jobs, tts
 from .errors import CliError
 from .target import Target
+from .vocabulary import CHECKS
 
 IMAGE_ROUTE = "route=/v1/images/generations"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SMOKE_STEPS = 4
 SMOKE_SEED = 7
-SMOKE_PROMPT = "a lighthouse on a rocky coast at dusk, waves, cinematic"
 SMOKE_SPEECH = "omnireel smoke test: the voice path works."
 
 
@@ -160,9 +160,6 @@ def check_voice(relay: tts.Relay, out: Path, timeout: float) -> str:
         f"{path}  {speech.sample_rate} Hz mono 16-bit, {speech.audio_s:.2f} s of audio, "
         f"time to first audio {speech.time_to_first_audio_s * 1000:.0f} ms"
     )
-
-
-CHECKS = ("image", "video", "tts")
 
 
 def run(target: Target, out: Path, *, image_size: str, video_timeout: float, tts_timeout: float,

@@ -18,7 +18,6 @@ from typing import Any
 from omnireel_local import home as homedir
 
 from .errors import CliError, InfraError
-from .signing import signed_headers
 
 
 @dataclass
@@ -82,6 +81,16 @@ class Target:
             self._session = boto3.Session(region_name=self.region, **self.credentials)
         return self._session
 
+    def _signing_credentials(self) -> Any:
+        """The key that signs API calls: the local developer's as botocore credentials (no boto3 session to build: a
+        command that only calls the API never imports boto3), or the deployed stack's session's (profile, SSO...)."""
+        if self._session is None and self.credentials:
+            from botocore.credentials import Credentials
+
+            c = self.credentials
+            return Credentials(c["aws_access_key_id"], c["aws_secret_access_key"], c.get("aws_session_token"))
+        return self.session().get_credentials()
+
     def client(self, service: str) -> Any:
         return self.session().client(service, endpoint_url=self.endpoint_url)
 
@@ -98,9 +107,11 @@ class Target:
         all_headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         if not url.startswith(("http://", "https://")):
             raise InfraError(f"the API URL {self.api_url!r} is not http(s)")
-        credentials = self.session().get_credentials() if self.sign else None
+        credentials = self._signing_credentials() if self.sign else None
         if self.sign and credentials is None:
             raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
+        if credentials:
+            from .signing import signed_headers  # botocore's SigV4, loaded by the first signed call only
         for attempt in range(3):
             # Signed per attempt: a retry after a slow failure must not carry a stale X-Amz-Date.
             signed = signed_headers(method, url, data, all_headers, credentials, self.region) if credentials else None
