@@ -133,11 +133,14 @@ test-e2e: $(DEV_STAMP) $(AWS_STAMP)
 	@$(PYTEST) tests/e2e
 
 LINT_LOG := .aws-sam/lint.log
-# The waiting lane: test files that spend most of their wall time in deliberate waits (fault phases' Lambda timeouts,
-# heartbeats and retry intervals) run in their own pytest process beside the xdist workers. In a worker they left a
-# CPU idle for their whole length; beside them they only add their short bursts of CPU. Not skipped, not reordered
-# within: their output follows pytest's, and either run failing fails `make test`. TEST_WORKERS=1 runs them inline.
-WAITING_LANE := tests/reliability
+# The waiting lane: test files that spend most of their wall time waiting (the fault phases' Lambda timeouts,
+# heartbeats and retry intervals; Step Functions heartbeats and callback timeouts; real-time audio) run one after
+# another in their own pytest process beside the xdist workers. In a worker each left a CPU idle for most of its
+# length (measured alone: CPU 20-40 % of wall); beside the workers they only add their short bursts of CPU. Not
+# skipped: their output follows pytest's, and either run failing fails `make test`. TEST_WORKERS=1 runs them inline.
+# Coverage is measured in the xdist run only (the lane's in-process tests are the pipeline state machine's).
+WAITING_LANE := tests/reliability tests/integration/pipeline/test_state_machine.py \
+	tests/integration/relay/test_relay_long_utterances.py tests/unit/relay
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## the lint gate alongside unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)

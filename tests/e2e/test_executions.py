@@ -25,7 +25,7 @@ from .helpers import aws_client, wait_for
 pytestmark = pytest.mark.e2e
 
 JOB_TIMEOUT = "90"
-DEADLINE_S = 10  # JobDeadlineSeconds of the safety-net stack (the local default is 5400)
+DEADLINE_S = 4  # JobDeadlineSeconds of the safety-net stack (the local default is 5400; the sweep runs every 5 s here)
 
 
 def aws(stack: LocalStack, service: str) -> Any:

@@ -35,8 +35,11 @@ def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> No
     # `make test` runs WAITING_LANE in its own pytest process and ignores it in the xdist run: a renamed path would
     # be ignored by neither and run twice, or (if only the --ignore matched) silently not at all.
     makefile = (ROOT / "Makefile").read_text()
-    (line,) = [line for line in makefile.splitlines() if line.startswith("WAITING_LANE :=")]
-    lane = line.split(":=", 1)[1].split()
+    lines = iter(makefile.split("WAITING_LANE :=", 1)[1].splitlines())
+    text = next(lines)
+    while text.endswith("\\"):  # continued on the next line
+        text = text[:-1] + " " + next(lines)
+    lane = text.split()
     assert lane, "WAITING_LANE is empty"
     missing = [path for path in lane if not (ROOT / path).exists()]
     assert not missing, f"Makefile WAITING_LANE names paths that do not exist: {missing}"
