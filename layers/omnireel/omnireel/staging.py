@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec.structs import replace
+
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.errors import JobConflict
 from omnireel.job import JobStatus
 from omnireel.observability import logger
+from omnireel.records import to_dict
 from omnireel.reference_image import prepare_video_reference
 from omnireel.s3uri import S3Uri, video_request_key
 from omnireel.steps import require_request
@@ -64,5 +67,5 @@ def stage_video_request(
         "video request staged",
         extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
     )
-    recorded = job.artifacts.model_copy(update={"video_request": uri}).model_dump(exclude_none=True)
+    recorded = to_dict(replace(job.artifacts, video_request=uri), omit_none=True)
     return StagedRequest(uri, staged.content_type, recorded)

@@ -15,14 +15,16 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
+import msgspec
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, Field
+from msgspec.structs import replace
 
 from omnireel.aws.clients import client, table
 from omnireel.aws.dynamodb_values import plain
 from omnireel.batch_events import BatchCounts, BatchTruncation
 from omnireel.job import SourceVersion, iso, now
+from omnireel.records import to_dict
 
 BATCH_ITEM = "batch"
 IN_FLIGHT = "#in-flight"
@@ -31,14 +33,14 @@ _CONFLICT_RETRIES = 8
 _serializer = TypeSerializer()
 
 
-class Batch(BaseModel):
+class Batch(msgspec.Struct, kw_only=True):
     batch_id: str
     source: str
     source_version: SourceVersion | None = None
     owner: str | None = None
     natural_key: str
     fingerprint: str | None = None
-    webhook: str | None = Field(default=None, description="POST /batches: where batch.completed is delivered")
+    webhook: str | None = None  # POST /batches: where batch.completed is delivered
     created_at: str
     updated_at: str
     total: int
@@ -48,11 +50,11 @@ class Batch(BaseModel):
     failed: int = 0
     cancelled: int = 0
     terminal: int = 0
-    size: int | None = Field(default=None, description="bytes of the dropped file (the splitter's end)")
+    size: int | None = None  # bytes of the dropped file (the splitter's end)
     split_offset: int = 0
     split_line: int = 0
     split_done: bool = False
-    emitted: int = Field(default=0, description="job lines the splitter has queued (checkpointed with its cursor)")
+    emitted: int = 0  # job lines the splitter has queued (checkpointed with its cursor)
     truncated: BatchTruncation | None = None
     completed_at: str | None = None
     manifest_uri: str | None = None
@@ -64,7 +66,7 @@ class Batch(BaseModel):
         return "completed" if self.event_published_at else "running"
 
     def counts(self) -> BatchCounts:
-        return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.model_fields})
+        return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.__struct_fields__})
 
 
 def line_item(line: int) -> str:
@@ -97,8 +99,8 @@ class BatchStore:
 
     # ------------------------------------------------------------ batch record
     def create(self, batch: Batch) -> tuple[Batch, bool]:
-        batch = batch.model_copy(update={"expires_at": int(time.time()) + self._ttl_seconds})
-        item = {**batch.model_dump(mode="json", exclude_none=True), "item": BATCH_ITEM}
+        batch = replace(batch, expires_at=int(time.time()) + self._ttl_seconds)
+        item = {**to_dict(batch, omit_none=True), "item": BATCH_ITEM}
         try:
             self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(batch_id)")
             return batch, True
@@ -111,7 +113,7 @@ class BatchStore:
 
     def find(self, batch_id: str) -> Batch | None:
         item = self._table.get_item(Key={"batch_id": batch_id, "item": BATCH_ITEM}, ConsistentRead=True).get("Item")
-        return Batch.model_validate(plain(item)) if item else None
+        return msgspec.convert(plain(item), Batch) if item else None  # the key attribute ``item`` is ignored
 
     def advance_split(
         self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool, emitted: int = 0
@@ -147,7 +149,7 @@ class BatchStore:
                 UpdateExpression="SET truncated = :t, updated_at = :now",
                 ConditionExpression="split_offset = :from AND split_done = :false AND attribute_not_exists(truncated)",
                 ExpressionAttributeValues={
-                    ":t": truncation.model_dump(mode="json"), ":now": iso(now()), ":from": offset, ":false": False,
+                    ":t": to_dict(truncation), ":now": iso(now()), ":from": offset, ":false": False,
                 },
             )  # fmt: skip
         except ClientError as exc:

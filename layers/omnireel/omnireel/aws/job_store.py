@@ -5,27 +5,34 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import msgspec
 from botocore.exceptions import ClientError
+from msgspec.structs import replace
 
 from omnireel.aws.clients import table
 from omnireel.aws.dynamodb_values import plain
 from omnireel.errors import JobConflict, JobNotFound
 from omnireel.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
+from omnireel.records import to_dict, to_json
 from omnireel.request import JobRequest
 
 
 def _to_item(job: Job) -> dict[str, Any]:
-    item = job.model_dump(mode="json", exclude={"request"}, exclude_none=True)
+    item = to_dict(job, omit_none=True)
+    item.pop("request", None)
     if job.request is not None:
-        item["request_json"] = job.request.model_dump_json()
+        item["request_json"] = to_json(job.request)
     return item
 
 
 def _from_item(item: dict[str, Any]) -> Job:
     data = plain(item)
     raw = data.pop("request_json", None)
-    data["request"] = JobRequest.model_validate_json(raw) if raw else None
-    return Job.model_validate(data)
+    data.pop("request", None)
+    job = msgspec.convert(data, Job)  # attributes Job does not name (task_token) are ignored
+    if raw:
+        job.request = msgspec.json.decode(raw, type=JobRequest)
+    return job
 
 
 # Sparse global secondary index of the jobs that are not terminal yet (template.yaml: JobsTable): only items that
@@ -48,7 +55,7 @@ class JobStore:
         """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
         update: dict[str, Any] = {"expires_at": int(time.time()) + self._ttl_seconds}
         update["open_shard"] = None if job.status.terminal else open_shard_for(job.job_id)
-        job = job.model_copy(update=update)
+        job = replace(job, **update)
         try:
             self._table.put_item(Item=_to_item(job), ConditionExpression="attribute_not_exists(job_id)")
             return job, True
