@@ -28,7 +28,7 @@ def _to_item(job: Job) -> dict[str, Any]:
 def _from_item(item: dict[str, Any]) -> Job:
     data = plain(item)
     raw = data.pop("request_json", None)
-    data.pop("request", None)
+    data["request"] = None  # set below, from the JSON it is stored as
     job = msgspec.convert(data, Job)  # attributes Job does not name (task_token) are ignored
     if raw:
         job.request = msgspec.json.decode(raw, type=JobRequest)
