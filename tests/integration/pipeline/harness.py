@@ -208,7 +208,6 @@ class Pipeline:
         from omnireel.aws import clients
 
         clients.client.cache_clear()
-        clients.table.cache_clear()
         for name in FUNCTIONS:
             self.handlers[name] = _load_handler(name, self.suffix)
         self.image_endpoint = FakeImageEndpoint()

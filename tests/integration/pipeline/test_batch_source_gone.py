@@ -48,7 +48,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     # Two lines per split step, so the file takes three steps and can vanish between them.
     monkeypatch.setattr(batch_fanout, "SPLIT_STEP_BYTES", 2 * len(LINES[0]) + 3)
     clients.client.cache_clear()
-    clients.table.cache_clear()
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         ddb = boto3.client("dynamodb", region_name=REGION)
@@ -88,7 +87,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "intake": BatchIntake(store, BatchQueue(work)), "progress": Progress(store, artifacts, publisher, 600),
         }  # fmt: skip
     clients.client.cache_clear()
-    clients.table.cache_clear()
 
 
 def _receive(aws: dict[str, Any], queue: str) -> list[dict[str, Any]]:

@@ -29,7 +29,3 @@ def client(service: str):
     config = {"sagemaker-runtime": _MODEL_CALL, "s3": _S3}.get(service, _DEFAULT)
     return boto3.client(service, config=config)
 
-
-@cache
-def table(name: str):
-    return boto3.resource("dynamodb", config=_DEFAULT).Table(name)
