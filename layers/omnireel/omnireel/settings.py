@@ -45,19 +45,19 @@ class _EnvSettings(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.convert(values, cls, strict=False)
 
 
-class JobStoreSettings(_EnvSettings, kw_only=True):
+class JobStoreSettings(_EnvSettings, frozen=True, kw_only=True):
     jobs_table: str
     job_ttl_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 30
 
 
-class ArtifactSettings(JobStoreSettings, kw_only=True):
+class ArtifactSettings(JobStoreSettings, frozen=True, kw_only=True):
     """The jobs table and the artifacts bucket (every function that reads artifacts also reads jobs)."""
 
     artifacts_bucket: str
     presign_seconds: Annotated[int, msgspec.Meta(ge=60, le=43200)] = 3600  # a role session lasts at most 12 h
 
 
-class ApiSettings(ArtifactSettings, kw_only=True):
+class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     state_machine_arn: str
     # The profile's default for video.num_inference_steps (dev: 4 for smoke tests, prod: 30).
     default_video_steps: Annotated[int, msgspec.Meta(ge=1, le=100)] = 30
@@ -71,11 +71,11 @@ class ApiSettings(ArtifactSettings, kw_only=True):
     batch_queue_url: str | None = None
 
 
-class InboxSettings(ApiSettings, kw_only=True):
+class InboxSettings(ApiSettings, frozen=True, kw_only=True):
     pass
 
 
-class BatchSettings(InboxSettings, kw_only=True):
+class BatchSettings(InboxSettings, frozen=True, kw_only=True):
     """BatchSubmit: the fan-out."""
 
     batches_table: str
@@ -85,7 +85,7 @@ class BatchSettings(InboxSettings, kw_only=True):
     batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
 
 
-class VideoSettings(ArtifactSettings, kw_only=True):
+class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
     """The async video request (InvokeEndpointAsync), queued by GenerateImage."""
 
     video_endpoint_name: str
@@ -94,7 +94,7 @@ class VideoSettings(ArtifactSettings, kw_only=True):
     video_request_ttl_seconds: Annotated[int, msgspec.Meta(ge=60, le=21600)] = 3600
 
 
-class ImageSettings(VideoSettings, kw_only=True):
+class ImageSettings(VideoSettings, frozen=True, kw_only=True):
     """GenerateImage: the image call, then the video request it stages and queues (so both model ids)."""
 
     image_endpoint_name: str
@@ -104,26 +104,26 @@ class ImageSettings(VideoSettings, kw_only=True):
     video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
 
 
-class ResultSettings(ArtifactSettings, kw_only=True):
+class ResultSettings(ArtifactSettings, frozen=True, kw_only=True):
     pass
 
 
-class PublishSettings(ArtifactSettings, kw_only=True):
+class PublishSettings(ArtifactSettings, frozen=True, kw_only=True):
     job_events_topic_arn: str
     event_bus_name: str = "default"
 
 
-class BatchProgressSettings(PublishSettings, kw_only=True):
+class BatchProgressSettings(PublishSettings, frozen=True, kw_only=True):
     batches_table: str
 
 
-class DeadlineSettings(PublishSettings, kw_only=True):
+class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
     # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
     job_deadline_seconds: Annotated[int, msgspec.Meta(ge=1)]
     state_machine_arn: str
 
 
-class WebhookSettings(JobStoreSettings, kw_only=True):
+class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str
     webhook_queue_url: str
     webhook_allow_loopback_http: bool = False

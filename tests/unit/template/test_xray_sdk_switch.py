@@ -181,4 +181,3 @@ def test_no_handler_import_loads_what_the_cold_path_dropped(
     packages = set(default_imports[folder]["packages"])  # type: ignore[arg-type]
     assert packages & NOT_ON_THE_COLD_PATH == set(), f"{folder} imports {sorted(packages & NOT_ON_THE_COLD_PATH)}"
     assert {"omnireel", "botocore", "msgspec"} <= packages  # the probe sees what the handler imports
-

@@ -167,15 +167,16 @@ class JobStore:
             kwargs["ExclusiveStartKey"] = to_attributes({"owner": owner, "created_at": start[0], "job_id": start[1]})
         kwargs["ExpressionAttributeValues"] = to_attributes(values)
         found: list[Job] = []
+        last: dict[str, Any] = {}
         for _ in range(_LIST_PAGES):
             page = self._ddb.query(TableName=self._table_name, Limit=limit - len(found), **kwargs)
             found += [_from_item(item) for item in page.get("Items", [])]
-            last = from_attributes(page["LastEvaluatedKey"]) if "LastEvaluatedKey" in page else None
-            if last is None:
+            if "LastEvaluatedKey" not in page:
                 return found, None
             if len(found) >= limit:
                 return found, (found[-1].created_at, found[-1].job_id)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            last = from_attributes(page["LastEvaluatedKey"])
         return found, (last["created_at"], last["job_id"])
 
     def set_fields(self, job_id: str, **fields: Any) -> Job:
