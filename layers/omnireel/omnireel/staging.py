@@ -1,8 +1,8 @@
 """Staging the video request: the generated image becomes the /v1/videos/sync request, stored in S3 for the async
 endpoint. GenerateImage runs it right after the image, then queues the request itself (``steps.invoke_video``).
 
-Its own module so that only the function that stages imports the image and multipart libraries (libvips,
-requests-toolbelt): the other step functions' cold starts do not pay for them.
+Its own module so that only the function that stages imports the image library (libvips): the other step functions'
+cold starts do not pay for it.
 """
 
 from __future__ import annotations
