@@ -87,9 +87,11 @@ CHILD = _timed("import handler")
 _BASE = "import boto3\nboto3.client('s3')\n"
 BASELINE_CHILD = _timed(_BASE)
 _POWERTOOLS = "from aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics()\n"
-# Probes that split the shared cost (each measured paired with the baseline, like a function): botocore alone (what
-# boto3 adds on top), Powertools' Logger + Metrics, those plus the Tracer as omnireel.tracing creates it with the SDK
-# on, pydantic (its import and a first model class: schema generation loads most of it), and more clients.
+# Probes that split the shared cost (each measured paired with the baseline, like a function): botocore alone (how the
+# functions create their clients: omnireel.aws.clients), Powertools' Logger + Metrics, those plus the Tracer as
+# omnireel.tracing creates it with the SDK on, msgspec (the records' and events' library: its import and a struct
+# converted, as a function does with its settings), a DynamoDB Table resource (what the stores used before the
+# low-level client), and more clients.
 PROBES = {
     "(probe) botocore + one client": _timed(
         "import botocore.session\nbotocore.session.get_session().create_client('s3')"
@@ -98,8 +100,8 @@ PROBES = {
     "(probe) baseline + Logger, Metrics, Tracer (X-Ray SDK on, botocore patched)": _timed(
         _BASE + _POWERTOOLS + "from aws_lambda_powertools import Tracer\nTracer(patch_modules=['botocore'])"
     ),
-    "(probe) baseline + pydantic (import and one model)": _timed(
-        _BASE + "from pydantic import BaseModel\nclass Probe(BaseModel):\n    x: int"
+    "(probe) baseline + msgspec (import and one struct converted)": _timed(
+        _BASE + "import msgspec\nclass Probe(msgspec.Struct):\n    x: int\nmsgspec.convert({'x': 1}, Probe)"
     ),
     "(probe) baseline + a DynamoDB Table resource": _timed(_BASE + "boto3.resource('dynamodb').Table('t')"),
     "(probe) baseline + 3 clients (sns, events, stepfunctions)": _timed(

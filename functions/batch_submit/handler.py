@@ -26,7 +26,7 @@ from omnireel.settings import BatchSettings
 settings = BatchSettings.from_env()
 fanout = Fanout(
     store=BatchStore(settings.batches_table, settings.job_ttl_days, eager=True),
-    queue=BatchQueue(settings.batch_queue_url),
+    queue=BatchQueue(settings.batch_queue_url, eager=True),
     inbox=InboxStore(),
     jobs=JobStore(settings.jobs_table, settings.job_ttl_days),
     workflow=Workflow(settings.state_machine_arn),

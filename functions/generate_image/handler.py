@@ -17,7 +17,7 @@ from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.progress import publish_image_ready
 from omnireel.settings import ImageSettings
 from omnireel.staging import stage_video_request
-from omnireel.step_handler import StepInput, step_errors
+from omnireel.step_handler import parse_step_input, step_errors
 from omnireel.steps import generate_image, invoke_video
 
 settings = ImageSettings.from_env()
@@ -34,7 +34,7 @@ publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_nam
 @metrics.log_metrics
 @step_errors("generate_image")
 def handler(event: dict, context: LambdaContext) -> dict:
-    step = StepInput.model_validate(event)
+    step = parse_step_input(event)
     if not step.task_token:
         raise StepError("InvalidStepInput", "generate_image needs a task_token ($$.Task.Token)")
     logger.append_keys(job_id=step.job_id)

@@ -10,7 +10,7 @@ from omnireel.job import JobStatus
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.outcome import finish_job
 from omnireel.settings import PublishSettings
-from omnireel.step_handler import StepInput, step_errors
+from omnireel.step_handler import parse_step_input, step_errors
 
 settings = PublishSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
@@ -24,7 +24,7 @@ OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED}
 @metrics.log_metrics
 @step_errors("publish_event")
 def handler(event: dict, context: LambdaContext) -> dict:
-    step = StepInput.model_validate(event)
+    step = parse_step_input(event)
     if step.outcome not in OUTCOMES:
         raise StepError("InvalidStepInput", f"outcome must be one of {sorted(OUTCOMES)}, got {step.outcome!r}")
     logger.append_keys(job_id=step.job_id)

@@ -6,7 +6,7 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.settings import ResultSettings
-from omnireel.step_handler import StepInput, step_errors
+from omnireel.step_handler import parse_step_input, step_errors
 from omnireel.steps import reconcile_video
 
 settings = ResultSettings.from_env()
@@ -19,7 +19,7 @@ artifacts = ArtifactStore(settings.artifacts_bucket)
 @metrics.log_metrics
 @step_errors("reconcile_video")
 def handler(event: dict, context: LambdaContext) -> dict:
-    step = StepInput.model_validate(event)
+    step = parse_step_input(event)
     logger.append_keys(job_id=step.job_id)
     with stage_duration("reconcile_video"):
         uri = reconcile_video(step.job_id, jobs=jobs, artifacts=artifacts)

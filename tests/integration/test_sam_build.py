@@ -25,7 +25,7 @@ def test_layer_has_the_domain_package_compiled(build_dir):
 
 
 def test_layer_wheels_are_for_arm64_lambda(build_dir):
-    shared = list((build_dir / "DomainLayer" / "python" / "pydantic_core").glob("*.so"))
+    shared = list((build_dir / "DomainLayer" / "python" / "msgspec").glob("*.so"))
     assert shared and all("aarch64" in path.name for path in shared)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.events import ArtifactLink, EventArtifacts
 from omnireel.job import Job
+from omnireel.records import to_dict
 from omnireel.s3uri import S3Uri
 
 
 def artifact_links(job: Job, artifacts: ArtifactStore, seconds: int) -> EventArtifacts:
     links: dict[str, ArtifactLink] = {}
-    for name, uri in job.artifacts.model_dump(exclude_none=True).items():
+    for name, uri in to_dict(job.artifacts, omit_none=True).items():
         url, expires_at = artifacts.presign(S3Uri.parse(uri), seconds)
         links[name] = ArtifactLink(s3_uri=uri, url=url, expires_at=expires_at)
     return EventArtifacts(**links)

@@ -22,6 +22,7 @@ from omnireel.aws.event_publisher import EventPublisher
 from omnireel.batch_events import BatchEvent, BatchManifest, batch_event_id
 from omnireel.job import iso, now
 from omnireel.observability import logger
+from omnireel.records import to_dict
 from omnireel.s3uri import S3Uri
 
 
@@ -96,10 +97,10 @@ class Progress:
             manifest=BatchManifest(s3_uri=str(uri), url=url, expires_at=expires_at),
             truncated=batch.truncated,
         )
-        event._webhook = batch.webhook
+        event.with_webhook(batch.webhook)
         self.publisher.publish(event)
         self.store.mark_published(batch.batch_id)
-        logger.info("batch completed", extra={"batch_id": batch.batch_id, "counts": batch.counts().model_dump()})
+        logger.info("batch completed", extra={"batch_id": batch.batch_id, "counts": to_dict(batch.counts())})
         return event
 
 
@@ -109,13 +110,13 @@ def batch_view(batch: Batch, artifacts: ArtifactStore, presign_seconds: int) -> 
         "batch_id": batch.batch_id,
         "status": batch.status,
         "source": batch.source,
-        "source_version": batch.source_version.model_dump() if batch.source_version else None,
+        "source_version": to_dict(batch.source_version) if batch.source_version else None,
         "created_at": batch.created_at,
         "updated_at": batch.updated_at,
         "completed_at": batch.completed_at,
-        "counts": batch.counts().model_dump(),
+        "counts": to_dict(batch.counts()),
         "manifest": None,
-        "truncated": batch.truncated.model_dump() if batch.truncated else None,
+        "truncated": to_dict(batch.truncated) if batch.truncated else None,
     }
     if batch.event_published_at and batch.manifest_uri:
         uri = S3Uri.parse(batch.manifest_uri)

@@ -17,6 +17,7 @@ from omnireel.aws.workflow import Workflow
 from omnireel.errors import JobConflict, JobFinished
 from omnireel.job import STAGE_OF_STATUS, Job, JobError, JobStatus
 from omnireel.outcome import finish_job
+from omnireel.records import to_dict
 
 CANCELLED_MESSAGE = "cancelled by its owner (DELETE /jobs/{id})"
 QUEUED_RENDER_NOTE = (
@@ -43,7 +44,7 @@ def cancel_job(
     if first:
         error = JobError(stage=STAGE_OF_STATUS[job.status], code="Cancelled", message=CANCELLED_MESSAGE)
         try:
-            job = jobs.transition(job.job_id, JobStatus.CANCELLED, error=error.model_dump())
+            job = jobs.transition(job.job_id, JobStatus.CANCELLED, error=to_dict(error))
         except JobConflict:
             job, first = jobs.get(job.job_id), False  # something else ended it first
     if job.status is not JobStatus.CANCELLED:

@@ -2,8 +2,8 @@
 ``job.image_ready`` (progress), version 1.
 
 The same body goes to the job-events SNS topic (with message attributes for filter policies) and
-to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schema in
-``docs/events/job-event.v1.schema.json`` is generated from ``JobEvent`` and checked by a test.
+to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schemas in ``docs/events/`` are the
+contract: tests check that the fields here are the schema's and that the events built here validate against it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from omnireel.job import BatchRef, Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.request import JobRequest
@@ -24,69 +24,62 @@ TerminalStatus = Literal["succeeded", "failed", "cancelled"]
 EVENT_SOURCE = "omnireel"
 
 
-class ArtifactLink(BaseModel):
+class ArtifactLink(msgspec.Struct, kw_only=True):
     s3_uri: str
-    url: str = Field(description="presigned HTTPS GET URL")
-    expires_at: str = Field(description="when the presigned URL stops working (ISO 8601, UTC)")
+    url: str  # presigned HTTPS GET URL
+    expires_at: str  # when the presigned URL stops working (ISO 8601, UTC)
 
 
-class EventArtifacts(BaseModel):
+class EventArtifacts(msgspec.Struct, kw_only=True):
     image: ArtifactLink | None = None
     video_request: ArtifactLink | None = None
     video: ArtifactLink | None = None
 
 
-class EventTimings(BaseModel):
+class EventTimings(msgspec.Struct, kw_only=True):
     image_s: float | None = None
     staging_s: float | None = None
     video_queue_and_render_s: float | None = None
     total_s: float | None = None
 
 
-class JobEvent(BaseModel):
-    model_config = ConfigDict(title="omnireel job event", extra="forbid")
+class JobEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The terminal event (title "omnireel job event" in its schema). Field descriptions: the schema."""
 
     version: Literal[1] = EVENT_VERSION
-    event_id: str = Field(
-        description="stable per job record and type: consumers can de-duplicate on it (a job made again with the same"
-        " Idempotency-Key after its record expired is a new record: its event has a new event_id)"
-    )
+    event_id: str  # stable per job record and type: consumers can de-duplicate on it
     event_type: Literal["job.succeeded", "job.failed", "job.cancelled"]
-    occurred_at: str = Field(description="when the job reached its terminal status (the same in every delivery)")
+    occurred_at: str  # when the job reached its terminal status (the same in every delivery)
     job_id: str
     status: TerminalStatus
-    prompt: str | None = Field(description="null when the submitted file could not be read as a request")
+    prompt: str | None  # null when the submitted file could not be read as a request
     request: JobRequest | None
-    source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
-    source_version: SourceVersion | None = Field(
-        default=None, description="for a dropped file: the object version this job read (each upload is its own job)"
-    )
+    source: str  # api, or s3://<inbox bucket>/<key> for a dropped file
+    source_version: SourceVersion | None = None  # for a dropped file: the object version this job read
     artifacts: EventArtifacts
     timings: EventTimings
     error: JobError | None = None
-    batch: BatchRef | None = Field(default=None, description="for a job of a batch: the batch id and the job's line")
+    batch: BatchRef | None = None  # for a job of a batch: the batch id and the job's line
 
 
-class ImageArtifacts(BaseModel):
+class ImageArtifacts(msgspec.Struct, kw_only=True):
     image: ArtifactLink
 
 
-class ImageReadyEvent(BaseModel):
+class ImageReadyEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Progress: the still is stored, while the video is still to come (``job.image_ready``, version 1)."""
 
-    model_config = ConfigDict(title="omnireel job.image_ready event", extra="forbid")
-
     version: Literal[1] = EVENT_VERSION
-    event_id: str = Field(description="stable per job record: consumers can de-duplicate on it")
+    event_id: str  # stable per job record: consumers can de-duplicate on it
     event_type: Literal["job.image_ready"] = "job.image_ready"
-    occurred_at: str = Field(description="when the image was stored (the same in every delivery)")
+    occurred_at: str  # when the image was stored (the same in every delivery)
     job_id: str
-    status: str = Field(description="the job's status when the image was stored (generating_image)")
+    status: str  # the job's status when the image was stored (generating_image)
     prompt: str | None
     request: JobRequest | None
-    source: str = Field(description="api, or s3://<inbox bucket>/<key> for a dropped file")
+    source: str  # api, or s3://<inbox bucket>/<key> for a dropped file
     source_version: SourceVersion | None = None
-    artifacts: ImageArtifacts = Field(description="the still: S3 URI and a presigned URL")
+    artifacts: ImageArtifacts  # the still: S3 URI and a presigned URL
 
 
 def build_image_ready_event(job: Job, image: ArtifactLink, stored_at: str) -> ImageReadyEvent:

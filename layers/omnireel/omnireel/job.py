@@ -14,8 +14,10 @@ import json
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import msgspec
+from msgspec.structs import force_setattr
 
 from omnireel.bounded import bounded
 from omnireel.request import JobRequest
@@ -64,22 +66,19 @@ def allowed_sources(target: JobStatus) -> list[JobStatus]:
     return [ORDER[index - 1], target] if index else [target]
 
 
-class JobError(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class JobError(msgspec.Struct, frozen=True, kw_only=True):
     stage: str
     code: str
     message: str
 
-    @field_validator("code", "message")
-    @classmethod
-    def _bounded(cls, value: str, info) -> str:
+    def __post_init__(self) -> None:
         # Failure reasons may quote caller input (a field name, a file name) or a model's error text: the job
         # record, GET /jobs/{id} and the job.failed event carry at most MAX_MESSAGE_CHARS of it.
-        return bounded(value, 128 if info.field_name == "code" else 1024)
+        force_setattr(self, "code", bounded(self.code, 128))
+        force_setattr(self, "message", bounded(self.message, 1024))
 
 
-class Artifacts(BaseModel):
+class Artifacts(msgspec.Struct, kw_only=True):
     """S3 URIs of what the job produced so far."""
 
     image: str | None = None
@@ -87,7 +86,7 @@ class Artifacts(BaseModel):
     video: str | None = None
 
 
-class AsyncInvocation(BaseModel):
+class AsyncInvocation(msgspec.Struct, kw_only=True):
     """What SageMaker said when it accepted the async video request."""
 
     inference_id: str
@@ -95,68 +94,55 @@ class AsyncInvocation(BaseModel):
     failure_location: str | None = None
 
 
-class WebhookDelivery(BaseModel):
+class WebhookDelivery(msgspec.Struct, kw_only=True):
     """Where the delivery of one event type to the job's webhook stands (written by the delivery function)."""
 
-    attempts: int = Field(description="attempts so far (SQS receives of the event)")
-    last_status: int | None = Field(default=None, description="the consumer's last HTTP status (null: no answer)")
-    last_error: str | None = Field(default=None, description="why the last attempt failed (null when it succeeded)")
+    attempts: int  # attempts so far (SQS receives of the event)
+    last_status: int | None = None  # the consumer's last HTTP status (null: no answer)
+    last_error: str | None = None  # why the last attempt failed (null when it succeeded)
     last_attempt_at: str
-    delivered_at: str | None = Field(default=None, description="when the consumer answered 2xx")
-    refused: bool = Field(default=False, description="the target was refused at delivery (SSRF checks): no retry")
+    delivered_at: str | None = None  # when the consumer answered 2xx
+    refused: bool = False  # the target was refused at delivery (SSRF checks): no retry
 
 
-class SourceVersion(BaseModel):
+class SourceVersion(msgspec.Struct, frozen=True, kw_only=True):
     """The exact S3 object version a dropped file's job was read from (as the S3 event named it)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    version_id: str | None = Field(default=None, description="S3 versionId; null when the bucket is not versioned")
-    etag: str | None = Field(default=None, description="the object's ETag, as the S3 event carried it")
+    version_id: str | None = None  # S3 versionId; null when the bucket is not versioned
+    etag: str | None = None  # the object's ETag, as the S3 event carried it
 
 
-class BatchRef(BaseModel):
+class BatchRef(msgspec.Struct, frozen=True, kw_only=True):
     """The batch a job belongs to and its line (1-based as in the JSONL file; POST /batches: the array index + 1)."""
 
-    model_config = ConfigDict(frozen=True)
-
     batch_id: str
-    line: int = Field(ge=1)
+    line: Annotated[int, msgspec.Meta(ge=1)]
 
 
-class Job(BaseModel):
-    """One item of the jobs table (``job_id`` is the partition key)."""
-
-    model_config = ConfigDict(extra="ignore")
+class Job(msgspec.Struct, kw_only=True):
+    """One item of the jobs table (``job_id`` is the partition key). Attributes the struct does not name (the task
+    token, ``request_json``) are ignored when an item is read (``omnireel.aws.job_store``)."""
 
     job_id: str
     status: JobStatus
-    request: JobRequest | None = Field(description="null for a submission that could not be read as a request")
-    source: str = Field(description="api | s3://<bucket>/<key>")
-    source_version: SourceVersion | None = Field(
-        default=None, description="for a dropped file: the object version that was read (null for API jobs)"
-    )
-    owner: str | None = Field(default=None, description="IAM principal that submitted it through the API")
-    batch: BatchRef | None = Field(default=None, description="the batch and line this job came from (batches only)")
+    request: JobRequest | None  # null for a submission that could not be read as a request
+    source: str  # api | s3://<bucket>/<key>
+    source_version: SourceVersion | None = None  # for a dropped file: the object version that was read
+    owner: str | None = None  # IAM principal that submitted it through the API
+    batch: BatchRef | None = None  # the batch and line this job came from (batches only)
     request_fingerprint: str | None = None
     created_at: str
     updated_at: str
-    stage_times: dict[str, str] = Field(default_factory=dict, description="status -> ISO time first entered")
-    artifacts: Artifacts = Field(default_factory=Artifacts)
+    stage_times: dict[str, str] = msgspec.field(default_factory=dict)  # status -> ISO time first entered
+    artifacts: Artifacts = msgspec.field(default_factory=Artifacts)
     async_invocation: AsyncInvocation | None = None
     error: JobError | None = None
     event_published_at: str | None = None
     expires_at: int | None = None
-    execution_name: str | None = Field(
-        default=None, description="this record's Step Functions execution (None: written before names were unique)"
-    )
-    open_shard: str | None = Field(
-        default=None, description="set while the job is not terminal: the key of the jobs table's open-jobs index"
-    )
-    image_ready_published_at: str | None = Field(default=None, description="when job.image_ready was published")
-    webhook_deliveries: dict[str, WebhookDelivery] = Field(
-        default_factory=dict, description="event type -> delivery state of the job's webhook"
-    )
+    execution_name: str | None = None  # this record's Step Functions execution (None: written before names were unique)
+    open_shard: str | None = None  # set while the job is not terminal: the key of the jobs table's open-jobs index
+    image_ready_published_at: str | None = None  # when job.image_ready was published
+    webhook_deliveries: dict[str, WebhookDelivery] = msgspec.field(default_factory=dict)  # event type -> state
 
     @property
     def execution(self) -> str:
@@ -236,7 +222,7 @@ _LATER_FIELDS: dict[str, tuple[str, ...]] = {"": ("webhook", "webhook_events"), 
 
 
 def fingerprint(request: JobRequest) -> str:
-    data = request.model_dump(mode="json")
+    data = msgspec.to_builtins(request)
     for section, names in _LATER_FIELDS.items():
         target = data[section] if section else data
         for name in names:

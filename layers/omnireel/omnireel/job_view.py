@@ -7,6 +7,7 @@ from typing import Any
 from omnireel.artifact_links import artifact_links
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.job import Job
+from omnireel.records import to_dict
 from omnireel.request import DEFAULT_WEBHOOK_EVENTS
 
 
@@ -18,12 +19,12 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "created_at": job.created_at,
         "updated_at": job.updated_at,
         "source": job.source,
-        "source_version": job.source_version.model_dump() if job.source_version else None,
-        "request": job.request.model_dump(mode="json") if job.request else None,
+        "source_version": to_dict(job.source_version) if job.source_version else None,
+        "request": to_dict(job.request) if job.request else None,
         "stage_times": job.stage_times,
         "timings": job.timings(),
-        "artifacts": artifact_links(job, artifacts, presign_seconds).model_dump(mode="json", exclude_none=True),
-        "error": job.error.model_dump() if job.error else None,
+        "artifacts": to_dict(artifact_links(job, artifacts, presign_seconds), omit_none=True),
+        "error": to_dict(job.error) if job.error else None,
         "webhook": _webhook_view(job),
     }
 
@@ -33,5 +34,5 @@ def _webhook_view(job: Job) -> dict[str, Any] | None:
     if job.request is None or job.request.webhook is None:
         return None
     events: list[str] = list(job.request.webhook_events or DEFAULT_WEBHOOK_EVENTS)
-    deliveries = {k: v.model_dump() for k, v in job.webhook_deliveries.items()}
+    deliveries = {k: to_dict(v) for k, v in job.webhook_deliveries.items()}
     return {"url": job.request.webhook, "events": events, "deliveries": deliveries}

@@ -7,9 +7,9 @@ Powertools has no model for it. Parsed defensively: unknown keys ignored, option
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import msgspec
 
 
 class InvocationStatus(StrEnum):
@@ -18,53 +18,34 @@ class InvocationStatus(StrEnum):
     EXPIRED = "Expired"
 
 
-class RequestParameters(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
+class RequestParameters(msgspec.Struct, kw_only=True):
     accept: str | None = None
-    content_type: str | None = Field(default=None, alias="contentType")
-    endpoint_name: str | None = Field(default=None, alias="endpointName")
-    input_location: str | None = Field(default=None, alias="inputLocation")
+    content_type: str | None = msgspec.field(default=None, name="contentType")
+    endpoint_name: str | None = msgspec.field(default=None, name="endpointName")
+    input_location: str | None = msgspec.field(default=None, name="inputLocation")
 
 
-class ResponseParameters(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    content_type: str | None = Field(default=None, alias="contentType")
-    output_location: str | None = Field(default=None, alias="outputLocation")
-    failure_location: str | None = Field(default=None, alias="failureLocation")
+class ResponseParameters(msgspec.Struct, kw_only=True):
+    content_type: str | None = msgspec.field(default=None, name="contentType")
+    output_location: str | None = msgspec.field(default=None, name="outputLocation")
+    failure_location: str | None = msgspec.field(default=None, name="failureLocation")
 
 
-class AsyncInferenceNotification(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+class AsyncInferenceNotification(msgspec.Struct, kw_only=True):
+    """Fields are read from the notification's camelCase keys (``inferenceId``); unknown keys are ignored."""
 
-    invocation_status: InvocationStatus = Field(alias="invocationStatus")
-    inference_id: str = Field(alias="inferenceId", min_length=1, max_length=64)
-    event_time: str | None = Field(default=None, alias="eventTime")
-    received_time: str | None = Field(default=None, alias="receivedTime")
-    aws_region: str | None = Field(default=None, alias="awsRegion")
-    event_name: str | None = Field(default=None, alias="eventName")
-    request_parameters: RequestParameters = Field(default_factory=RequestParameters, alias="requestParameters")
-    response_parameters: ResponseParameters = Field(default_factory=ResponseParameters, alias="responseParameters")
-    failure_reason: str | None = Field(default=None, alias="failureReason")
-    failure_location: str | None = Field(default=None, alias="failureLocation")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_output_field(cls, data: object) -> object:
-        # Some captured notifications name it sagemakerOutputLocation.
-        if isinstance(data, dict):
-            response = data.get("responseParameters")
-            if (
-                isinstance(response, dict)
-                and "outputLocation" not in response
-                and response.get("sagemakerOutputLocation")
-            ):
-                data = {
-                    **data,
-                    "responseParameters": {**response, "outputLocation": response["sagemakerOutputLocation"]},
-                }
-        return data
+    invocation_status: InvocationStatus = msgspec.field(name="invocationStatus")
+    inference_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] = msgspec.field(name="inferenceId")
+    event_time: str | None = msgspec.field(default=None, name="eventTime")
+    received_time: str | None = msgspec.field(default=None, name="receivedTime")
+    aws_region: str | None = msgspec.field(default=None, name="awsRegion")
+    event_name: str | None = msgspec.field(default=None, name="eventName")
+    request_parameters: RequestParameters = msgspec.field(default_factory=RequestParameters, name="requestParameters")
+    response_parameters: ResponseParameters = msgspec.field(
+        default_factory=ResponseParameters, name="responseParameters"
+    )
+    failure_reason: str | None = msgspec.field(default=None, name="failureReason")
+    failure_location: str | None = msgspec.field(default=None, name="failureLocation")
 
     @property
     def succeeded(self) -> bool:
@@ -77,6 +58,19 @@ class AsyncInferenceNotification(BaseModel):
     @property
     def error_location(self) -> str | None:
         return self.failure_location or self.response_parameters.failure_location
+
+
+def parse_notification(data: Any) -> AsyncInferenceNotification:
+    """A notification from its decoded JSON (a dict) or its JSON text; raises ``ValueError`` (msgspec's
+    ``ValidationError`` / ``DecodeError``) when it is not one."""
+    if isinstance(data, str | bytes):
+        data = msgspec.json.decode(data)
+    if isinstance(data, dict):
+        # Some captured notifications name it sagemakerOutputLocation.
+        response = data.get("responseParameters")
+        if isinstance(response, dict) and "outputLocation" not in response and response.get("sagemakerOutputLocation"):
+            data = {**data, "responseParameters": {**response, "outputLocation": response["sagemakerOutputLocation"]}}
+    return msgspec.convert(data, AsyncInferenceNotification)
 
 
 def notifications_from_sns(event: dict[str, Any]) -> list[AsyncInferenceNotification]:
@@ -95,5 +89,5 @@ def notifications_from_sns(event: dict[str, Any]) -> list[AsyncInferenceNotifica
         message = record.get("Sns", {}).get("Message") if is_sns and isinstance(record.get("Sns"), dict) else None
         if not isinstance(message, str):
             raise ValueError("not an SNS record with a Message")
-        notifications.append(AsyncInferenceNotification.model_validate_json(message))
+        notifications.append(parse_notification(message))
     return notifications

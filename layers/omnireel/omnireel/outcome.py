@@ -12,6 +12,7 @@ from omnireel.errors import JobConflict, decode_step_failure
 from omnireel.events import JobEvent, build_job_event
 from omnireel.job import STAGE_OF_STATUS, Job, JobError, JobStatus, now
 from omnireel.observability import logger
+from omnireel.records import to_dict
 
 
 def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
@@ -44,7 +45,7 @@ def finish_job(
     if not job.status.terminal:
         fields = dict(fields or {})
         if outcome is JobStatus.FAILED:
-            fields["error"] = failure_from_step(job, step_error).model_dump()
+            fields["error"] = to_dict(failure_from_step(job, step_error))
         try:
             job = jobs.transition(job_id, outcome, **fields)
         except JobConflict:

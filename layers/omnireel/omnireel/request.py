@@ -1,14 +1,24 @@
-"""The job request: what an app asks for, validated with messages a person can act on."""
+"""The job request: what an app asks for, validated with messages a person can act on.
+
+The request types are frozen ``msgspec`` structs; ``parse_job_request`` checks a decoded JSON value against the
+field rules below (``_IMAGE``, ``_VIDEO``, ``_REQUEST``: one line per field) and lists every problem at once, in field
+order, with the wording the API has always used (pydantic's, from when these were pydantic models in strict mode:
+``prompt: Field required``, ``seed: Input should be greater than or equal to 0``; ``tests/corpus/api/cases.json`` pins
+it). msgspec's own validation stops at the first problem and words it differently, hence this small checker;
+``tests/unit/domain/test_request_oracle.py`` compares it with the former pydantic model, kept as a test-only oracle.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import msgspec
 
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.errors import InvalidRequest
@@ -16,26 +26,18 @@ from omnireel.errors import InvalidRequest
 MAX_PROMPT_CHARS = 2000
 _SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 
+# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
+WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
+WEBHOOK_EVENT_TYPES: tuple[str, ...] = ("job.image_ready", "job.succeeded", "job.failed", "job.cancelled")
+DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+MAX_WEBHOOK_URL_CHARS = 2048
 
-class ImageOptions(BaseModel):
+
+class ImageOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Parameters of the real-time image call (FLUX.2-klein)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    size: str = Field(default="1024x1024", description="WIDTHxHEIGHT, each 256..2048 and a multiple of 16")
-    num_inference_steps: int = Field(default=4, ge=1, le=50)
-
-    @field_validator("size")
-    @classmethod
-    def _check_size(cls, value: str) -> str:
-        match = _SIZE.fullmatch(value)
-        if not match:
-            raise ValueError("must look like 1024x1024")
-        width, height = int(match[1]), int(match[2])
-        for side in (width, height):
-            if not 256 <= side <= 2048 or side % 16:
-                raise ValueError("each side must be 256..2048 and a multiple of 16")
-        return value
+    size: str = "1024x1024"  # WIDTHxHEIGHT, each 256..2048 and a multiple of 16
+    num_inference_steps: int = 4
 
     @property
     def width(self) -> int:
@@ -46,6 +48,39 @@ class ImageOptions(BaseModel):
         return int(self.size.split("x")[1])
 
 
+class VideoOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Parameters of the async video call (Wan2.1-VACE), sent as multipart text parts."""
+
+    width: int = 480
+    height: int = 320
+    num_frames: int = 17  # 4k+1 frames, as Wan2.1 expects
+    fps: int = 8
+    num_inference_steps: int = 30
+    prompt: str | None = None  # the motion prompt of the video call (default: the job's prompt)
+    negative_prompt: str | None = None  # the video call's negative prompt (default: the job's negative_prompt)
+
+
+class JobRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A prompt and everything that shapes the image and the video made from it."""
+
+    prompt: str
+    negative_prompt: str | None = None
+    seed: int | None = None
+    guidance_scale: float = 5.0
+    image: ImageOptions = msgspec.field(default_factory=ImageOptions)
+    video: VideoOptions = msgspec.field(default_factory=VideoOptions)
+    webhook: str | None = None  # https URL that receives this job's events, signed (Standard Webhooks)
+    # which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)
+    webhook_events: list[str] | None = None
+
+    def webhook_wants(self, event_type: str) -> bool:
+        """Does this job's webhook (if any) receive ``event_type``?"""
+        if self.webhook is None:
+            return False
+        return event_type in (self.webhook_events or DEFAULT_WEBHOOK_EVENTS)
+
+
+# ------------------------------------------------------------------------------------------------ value rules
 _INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
 
 
@@ -62,47 +97,26 @@ def _check_prompt(value: str) -> str:
     return _no_nul(value)
 
 
-class VideoOptions(BaseModel):
-    """Parameters of the async video call (Wan2.1-VACE), sent as multipart text parts."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    width: int = Field(default=480, ge=128, le=1280, multiple_of=16)
-    height: int = Field(default=320, ge=128, le=1280, multiple_of=16)
-    num_frames: int = Field(default=17, ge=5, le=161, description="4k+1 frames, as Wan2.1 expects")
-    fps: int = Field(default=8, ge=1, le=30)
-    num_inference_steps: int = Field(default=30, ge=1, le=100)
-    prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = Field(
-        default=None, description="the motion prompt of the video call (default: the job's prompt)"
-    )
-    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = Field(
-        default=None, description="the video call's negative prompt (default: the job's negative_prompt)"
-    )
-
-    @field_validator("prompt")
-    @classmethod
-    def _motion_not_blank(cls, value: str | None) -> str | None:
-        return None if value is None else _check_prompt(value)
-
-    @field_validator("negative_prompt")
-    @classmethod
-    def _motion_negative_no_nul(cls, value: str | None) -> str | None:
-        return None if value is None else _no_nul(value)
-
-    @field_validator("num_frames")
-    @classmethod
-    def _wan_frame_count(cls, value: int) -> int:
-        if (value - 1) % 4:
-            raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
-        return value
+def _check_size(value: str) -> str:
+    match = _SIZE.fullmatch(value)
+    if not match:
+        raise ValueError("must look like 1024x1024")
+    for side in (int(match[1]), int(match[2])):
+        if not 256 <= side <= 2048 or side % 16:
+            raise ValueError("each side must be 256..2048 and a multiple of 16")
+    return value
 
 
-Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
+def _wan_frame_count(value: int) -> int:
+    if (value - 1) % 4:
+        raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
+    return value
 
-# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
-WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
-DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
-MAX_WEBHOOK_URL_CHARS = 2048
+
+def _distinct_events(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise ValueError("must not repeat an event type")
+    return value
 
 
 def check_webhook_url(value: str) -> str:
@@ -128,76 +142,208 @@ def check_webhook_url(value: str) -> str:
     return value
 
 
-class JobRequest(BaseModel):
-    """A prompt and everything that shapes the image and the video made from it."""
+# ------------------------------------------------------------------------------------------------ field rules
+class _Invalid(Exception):
+    """One problem at ``loc`` (field names from the request's root)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt: Prompt
-    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = None
-    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
-    guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0, allow_inf_nan=False)
-    image: ImageOptions = Field(default_factory=ImageOptions)
-    video: VideoOptions = Field(default_factory=VideoOptions)
-    webhook: Annotated[str, Field(max_length=MAX_WEBHOOK_URL_CHARS)] | None = Field(
-        default=None, description="https URL that receives this job's events, signed (Standard Webhooks)"
-    )
-    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=4)] | None = Field(
-        default=None,
-        description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
-    )
-
-    @field_validator("webhook")
-    @classmethod
-    def _webhook_url(cls, value: str | None) -> str | None:
-        return None if value is None else check_webhook_url(value)
-
-    @field_validator("webhook_events")
-    @classmethod
-    def _distinct_events(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and len(set(value)) != len(value):
-            raise ValueError("must not repeat an event type")
-        return value
-
-    @model_validator(mode="after")
-    def _events_need_a_webhook(self) -> JobRequest:
-        if self.webhook_events is not None and self.webhook is None:
-            raise ValueError("webhook_events needs a webhook")
-        return self
-
-    def webhook_wants(self, event_type: str) -> bool:
-        """Does this job's webhook (if any) receive ``event_type``?"""
-        if self.webhook is None:
-            return False
-        return event_type in (self.webhook_events or DEFAULT_WEBHOOK_EVENTS)
-
-    @field_validator("prompt")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        return _check_prompt(value)
-
-    @field_validator("negative_prompt")
-    @classmethod
-    def _negative_no_nul(cls, value: str | None) -> str | None:
-        return None if value is None else _no_nul(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _must_be_object(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            raise ValueError("the request must be a JSON object")
-        return data
+    def __init__(self, loc: tuple[str, ...], message: str):
+        super().__init__(message)
+        self.loc, self.message = loc, message
 
 
-def _describe(exc: ValidationError) -> str:
+class _Rule:
+    """One field: its kind (``str``, ``int``, ``float``, ``events``: a list of webhook event types, or a nested
+    field table), whether it is required, may be null, its bounds and a last check (raises ``ValueError``).
+    Checks run in the order pydantic-core ran them: type, multiple_of, le, ge, length, then the last check."""
+
+    __slots__ = ("check", "ge", "kind", "le", "max_length", "min_length", "multiple_of", "nullable", "required")
+
+    def __init__(
+        self,
+        kind: str | _Table,
+        *,
+        required: bool = False,
+        nullable: bool = False,
+        ge: float | None = None,
+        le: float | None = None,
+        multiple_of: int | None = None,
+        min_length: int | None = None,
+        max_length: int | None = None,
+        check: Callable[[Any], Any] | None = None,
+    ):
+        self.kind, self.required, self.nullable, self.check = kind, required, nullable, check
+        self.ge, self.le, self.multiple_of = ge, le, multiple_of
+        self.min_length, self.max_length = min_length, max_length
+
+
+class _Table:
+    """The rules of one struct's fields, in field order."""
+
+    def __init__(self, struct: type[msgspec.Struct], rules: dict[str, _Rule]):
+        assert tuple(rules) == struct.__struct_fields__, struct
+        self.struct, self.rules = struct, rules
+
+
+_IMAGE = _Table(
+    ImageOptions,
+    {
+        "size": _Rule("str", check=_check_size),
+        "num_inference_steps": _Rule("int", ge=1, le=50),
+    },
+)
+_VIDEO = _Table(
+    VideoOptions,
+    {
+        "width": _Rule("int", ge=128, le=1280, multiple_of=16),
+        "height": _Rule("int", ge=128, le=1280, multiple_of=16),
+        "num_frames": _Rule("int", ge=5, le=161, check=_wan_frame_count),
+        "fps": _Rule("int", ge=1, le=30),
+        "num_inference_steps": _Rule("int", ge=1, le=100),
+        "prompt": _Rule("str", nullable=True, min_length=1, max_length=MAX_PROMPT_CHARS, check=_check_prompt),
+        "negative_prompt": _Rule("str", nullable=True, max_length=MAX_PROMPT_CHARS, check=_no_nul),
+    },
+)
+_REQUEST = _Table(
+    JobRequest,
+    {
+        "prompt": _Rule("str", required=True, min_length=1, max_length=MAX_PROMPT_CHARS, check=_check_prompt),
+        "negative_prompt": _Rule("str", nullable=True, max_length=MAX_PROMPT_CHARS, check=_no_nul),
+        "seed": _Rule("int", nullable=True, ge=0, le=2**32 - 1),
+        "guidance_scale": _Rule("float", ge=0, le=20),
+        "image": _Rule(_IMAGE),
+        "video": _Rule(_VIDEO),
+        "webhook": _Rule("str", nullable=True, max_length=MAX_WEBHOOK_URL_CHARS, check=check_webhook_url),
+        "webhook_events": _Rule("events", nullable=True, min_length=1, max_length=4, check=_distinct_events),
+    },
+)
+_EVENT_CHOICES = ", ".join(f"'{name}'" for name in WEBHOOK_EVENT_TYPES[:-1]) + f" or '{WEBHOOK_EVENT_TYPES[-1]}'"
+
+
+_NOT_UNICODE = "Input should be a valid string, unable to parse raw data as a unicode string"
+
+
+def _encodable(text: str) -> bool:
+    """False for text with a lone surrogate (JSON ``"\\ud800"``), which pydantic-core refused as not unicode."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _number(rule: _Rule, value: Any, loc: tuple[str, ...]) -> int | float:
+    """A strict int (bool is not one) or a finite float (an int is accepted and becomes a float), within bounds."""
+    if rule.kind == "int":
+        if type(value) is not int:
+            raise _Invalid(loc, "Input should be a valid integer")
+        number: int | float = value
+    else:
+        if type(value) is int:
+            try:
+                number = float(value)
+            except OverflowError:
+                raise _Invalid(loc, "Input should be a valid number") from None
+        elif type(value) is float:
+            number = value
+        else:
+            raise _Invalid(loc, "Input should be a valid number")
+        if not math.isfinite(number):
+            raise _Invalid(loc, "Input should be a finite number")
+    if rule.multiple_of is not None and number % rule.multiple_of:
+        raise _Invalid(loc, f"Input should be a multiple of {rule.multiple_of}")
+    if rule.le is not None and number > rule.le:
+        raise _Invalid(loc, f"Input should be less than or equal to {rule.le}")
+    if rule.ge is not None and number < rule.ge:
+        raise _Invalid(loc, f"Input should be greater than or equal to {rule.ge}")
+    return number
+
+
+def _value(rule: _Rule, value: Any, loc: tuple[str, ...], problems: list[_Invalid]) -> Any:
+    """``value`` checked against ``rule``; raises ``_Invalid`` (or adds nested problems and raises ``_Nested``)."""
+    if value is None and rule.nullable:
+        return None
+    kind = rule.kind
+    if isinstance(kind, _Table):
+        if type(value) is not dict:
+            raise _Invalid(loc, f"Input should be a valid dictionary or instance of {kind.struct.__name__}")
+        return _struct(kind, value, loc, problems)
+    if kind == "str":
+        if type(value) is not str:
+            raise _Invalid(loc, "Input should be a valid string")
+        if (rule.min_length is not None or rule.max_length is not None) and not _encodable(value):
+            raise _Invalid(loc, _NOT_UNICODE)  # pydantic-core looked at the text only to measure it
+        if rule.min_length is not None and len(value) < rule.min_length:
+            raise _Invalid(loc, f"String should have at least {_plural(rule.min_length, 'character')}")
+        if rule.max_length is not None and len(value) > rule.max_length:
+            raise _Invalid(loc, f"String should have at most {_plural(rule.max_length, 'character')}")
+    elif kind == "events":
+        if type(value) is not list:
+            raise _Invalid(loc, "Input should be a valid list")
+        if rule.max_length is not None and len(value) > rule.max_length:
+            raise _Invalid(
+                loc, f"List should have at most {_plural(rule.max_length, 'item')} after validation, not {len(value)}"
+            )
+        bad = [_Invalid((*loc, str(i)), _NOT_UNICODE if type(item) is str and not _encodable(item) else
+                        f"Input should be {_EVENT_CHOICES}")
+               for i, item in enumerate(value) if type(item) is not str or item not in WEBHOOK_EVENT_TYPES]  # fmt: skip
+        if bad:
+            problems.extend(bad)
+            raise _Nested
+        if rule.min_length is not None and len(value) < rule.min_length:
+            raise _Invalid(
+                loc, f"List should have at least {_plural(rule.min_length, 'item')} after validation, not {len(value)}"
+            )
+        value = list(value)
+    else:
+        value = _number(rule, value, loc)
+    if rule.check is not None:
+        try:
+            rule.check(value)
+        except ValueError as exc:
+            raise _Invalid(loc, str(exc)) from None
+    return value
+
+
+class _Nested(Exception):
+    """A nested value's problems were added to the list already."""
+
+
+def _struct(table: _Table, data: dict[Any, Any], loc: tuple[str, ...], problems: list[_Invalid]) -> Any:
+    """The struct of ``table`` from ``data``; its problems are added to ``problems`` (then ``_Nested`` is raised)."""
+    if not all(_encodable(key) for key in data if isinstance(key, str)):
+        raise _Invalid(loc, _NOT_UNICODE)  # a key that is not text fails the whole object, as in pydantic-core
+    before = len(problems)
+    values: dict[str, Any] = {}
+    for name, rule in table.rules.items():
+        if name not in data:
+            if rule.required:
+                problems.append(_Invalid((*loc, name), "Field required"))
+            continue
+        try:
+            values[name] = _value(rule, data[name], (*loc, name), problems)
+        except _Invalid as problem:
+            problems.append(problem)
+        except _Nested:
+            pass
+    for key in data:
+        if key not in table.rules:
+            message = "unknown field" if isinstance(key, str) else "Keys should be strings"
+            problems.append(_Invalid((*loc, str(key)), message))
+    if len(problems) > before:
+        raise _Nested
+    return table.struct(**values)
+
+
+def _describe(problems: list[_Invalid]) -> str:
     """Every problem, ``path: message``; field names (caller input) and the whole text are bounded."""
     parts = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(bounded(str(p), MAX_ECHO_CHARS) for p in err["loc"]) or "request"
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = "unknown field"
-        parts.append(f"{where}: {bounded(message, 200)}")
+    for problem in problems:
+        where = ".".join(bounded(part, MAX_ECHO_CHARS) for part in problem.loc) or "request"
+        parts.append(f"{where}: {bounded(problem.message, 200)}")
     return bounded("; ".join(parts))
 
 
@@ -207,14 +353,22 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
     ``default_video_steps`` (the deployment profile's ``DEFAULT_VIDEO_STEPS``) fills
     ``video.num_inference_steps`` when the request does not set it.
     """
-    if default_video_steps is not None and isinstance(data, dict):
+    if not isinstance(data, dict):
+        raise InvalidRequest(_describe([_Invalid((), "the request must be a JSON object")]))
+    if default_video_steps is not None:
         video = data.get("video", {})
         if isinstance(video, dict) and "num_inference_steps" not in video:
             data = {**data, "video": {**video, "num_inference_steps": default_video_steps}}
+    problems: list[_Invalid] = []
     try:
-        return JobRequest.model_validate(data, strict=True)
-    except ValidationError as exc:
-        raise InvalidRequest(_describe(exc)) from exc
+        request: JobRequest = _struct(_REQUEST, data, (), problems)
+    except _Invalid as problem:
+        raise InvalidRequest(_describe([problem])) from None
+    except _Nested:
+        raise InvalidRequest(_describe(problems)) from None
+    if request.webhook_events is not None and request.webhook is None:
+        raise InvalidRequest(_describe([_Invalid((), "webhook_events needs a webhook")]))
+    return request
 
 
 def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None = None) -> JobRequest:

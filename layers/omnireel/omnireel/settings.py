@@ -8,39 +8,59 @@ read from ``JOBS_TABLE`` and so on (upper-case field name).
 from __future__ import annotations
 
 import os
-from typing import Self
+from collections.abc import Mapping
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import msgspec
+
+# What pydantic read as a boolean (msgspec reads true/false/1/0): kept, so no environment that worked stops working.
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
 
 
-class _EnvModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
+class _EnvSettings(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Self:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
         env = os.environ if environ is None else environ
-        values = {name: env[name.upper()] for name in cls.model_fields if name.upper() in env}
+        values: dict[str, Any] = {name: env[name.upper()] for name in cls.__struct_fields__ if name.upper() in env}
         try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            names = ", ".join(str(err["loc"][0]).upper() for err in exc.errors())
-            raise RuntimeError(f"invalid or missing environment variables for {cls.__name__}: {names}") from exc
+            return msgspec.convert(values, cls, strict=False)  # lax: "30" is read as 30, "true" as True
+        except msgspec.ValidationError:
+            pass
+        # Only when something is wrong: find every variable that is (msgspec stops at the first).
+        bad = []
+        for field in msgspec.structs.fields(cls):
+            if field.name not in values:
+                bad += [field.name] if field.required else []
+            elif field.type is bool and values[field.name].lower() in _TRUE | _FALSE:
+                values[field.name] = values[field.name].lower() in _TRUE
+            else:
+                try:
+                    msgspec.convert(values[field.name], field.type, strict=False)
+                except msgspec.ValidationError:
+                    bad.append(field.name)
+        if bad:
+            names = ", ".join(name.upper() for name in bad)
+            raise RuntimeError(f"invalid or missing environment variables for {cls.__name__}: {names}")
+        return msgspec.convert(values, cls, strict=False)
 
 
-class JobStoreSettings(_EnvModel):
+class JobStoreSettings(_EnvSettings, frozen=True, kw_only=True):
     jobs_table: str
-    job_ttl_days: int = Field(default=30, ge=1, le=3650)
+    job_ttl_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 30
 
 
-class ArtifactSettings(_EnvModel):
+class ArtifactSettings(JobStoreSettings, frozen=True, kw_only=True):
+    """The jobs table and the artifacts bucket (every function that reads artifacts also reads jobs)."""
+
     artifacts_bucket: str
-    presign_seconds: int = Field(default=3600, ge=60, le=43200)  # a role session lasts at most 12 h
+    presign_seconds: Annotated[int, msgspec.Meta(ge=60, le=43200)] = 3600  # a role session lasts at most 12 h
 
 
-class ApiSettings(JobStoreSettings, ArtifactSettings):
+class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     state_machine_arn: str
     # The profile's default for video.num_inference_steps (dev: 4 for smoke tests, prod: 30).
-    default_video_steps: int = Field(default=30, ge=1, le=100)
+    default_video_steps: Annotated[int, msgspec.Meta(ge=1, le=100)] = 30
     job_events_topic_arn: str  # DELETE /jobs/{id} publishes job.cancelled
     event_bus_name: str = "default"
     webhook_secret_arn: str = ""  # GET /webhooks/secret
@@ -51,30 +71,30 @@ class ApiSettings(JobStoreSettings, ArtifactSettings):
     batch_queue_url: str | None = None
 
 
-class InboxSettings(ApiSettings):
+class InboxSettings(ApiSettings, frozen=True, kw_only=True):
     pass
 
 
-class BatchSettings(InboxSettings):
+class BatchSettings(InboxSettings, frozen=True, kw_only=True):
     """BatchSubmit: the fan-out."""
 
     batches_table: str
     batch_queue_url: str
     # template.yaml BatchMaxInFlightJobs: batch jobs running at once, stack-wide (the backpressure bound).
-    batch_max_in_flight_jobs: int = Field(default=100, ge=1, le=100000)
-    batch_retry_base_seconds: int = Field(default=2, ge=1, le=60)
+    batch_max_in_flight_jobs: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 100
+    batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
 
 
-class VideoSettings(JobStoreSettings, ArtifactSettings):
+class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
     """The async video request (InvokeEndpointAsync), queued by GenerateImage."""
 
     video_endpoint_name: str
     # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
-    video_invocation_timeout_seconds: int = Field(default=900, ge=1, le=3600)
-    video_request_ttl_seconds: int = Field(default=3600, ge=60, le=21600)
+    video_invocation_timeout_seconds: Annotated[int, msgspec.Meta(ge=1, le=3600)] = 900
+    video_request_ttl_seconds: Annotated[int, msgspec.Meta(ge=60, le=21600)] = 3600
 
 
-class ImageSettings(VideoSettings):
+class ImageSettings(VideoSettings, frozen=True, kw_only=True):
     """GenerateImage: the image call, then the video request it stages and queues (so both model ids)."""
 
     image_endpoint_name: str
@@ -84,31 +104,31 @@ class ImageSettings(VideoSettings):
     video_model_id: str = "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
 
 
-class ResultSettings(JobStoreSettings, ArtifactSettings):
+class ResultSettings(ArtifactSettings, frozen=True, kw_only=True):
     pass
 
 
-class PublishSettings(JobStoreSettings, ArtifactSettings):
+class PublishSettings(ArtifactSettings, frozen=True, kw_only=True):
     job_events_topic_arn: str
     event_bus_name: str = "default"
 
 
-class BatchProgressSettings(PublishSettings):
+class BatchProgressSettings(PublishSettings, frozen=True, kw_only=True):
     batches_table: str
 
 
-class DeadlineSettings(PublishSettings):
+class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
     # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
-    job_deadline_seconds: int = Field(ge=1)
+    job_deadline_seconds: Annotated[int, msgspec.Meta(ge=1)]
     state_machine_arn: str
 
 
-class WebhookSettings(JobStoreSettings):
+class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str
     webhook_queue_url: str
     webhook_allow_loopback_http: bool = False
     # Exponential backoff between attempts (template: WebhookRetryBaseSeconds; SQS maxReceiveCount = max attempts).
-    webhook_retry_base_seconds: int = Field(default=30, ge=1, le=43200)
-    webhook_max_attempts: int = Field(default=13, ge=1, le=1000)
-    webhook_connect_timeout_seconds: float = Field(default=3.0, gt=0, le=10)
-    webhook_read_timeout_seconds: float = Field(default=10.0, gt=0, le=30)
+    webhook_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=43200)] = 30
+    webhook_max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 13
+    webhook_connect_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=10)] = 3.0
+    webhook_read_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=30)] = 10.0

@@ -1,19 +1,22 @@
 """Staging the video request: the generated image becomes the /v1/videos/sync request, stored in S3 for the async
 endpoint. GenerateImage runs it right after the image, then queues the request itself (``steps.invoke_video``).
 
-Its own module so that only the function that stages imports the image and multipart libraries (libvips,
-requests-toolbelt): the other step functions' cold starts do not pay for them.
+Its own module so that only the function that stages imports the image library (libvips): the other step functions'
+cold starts do not pay for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec.structs import replace
+
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.errors import JobConflict
 from omnireel.job import JobStatus
 from omnireel.observability import logger
+from omnireel.records import to_dict
 from omnireel.reference_image import prepare_video_reference
 from omnireel.s3uri import S3Uri, video_request_key
 from omnireel.steps import require_request
@@ -64,5 +67,5 @@ def stage_video_request(
         "video request staged",
         extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
     )
-    recorded = job.artifacts.model_copy(update={"video_request": uri}).model_dump(exclude_none=True)
+    recorded = to_dict(replace(job.artifacts, video_request=uri), omit_none=True)
     return StagedRequest(uri, staged.content_type, recorded)

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import msgspec
 
 from omnireel.errors import OmnireelError, StepError, as_step_error
 from omnireel.observability import MetricUnit, logger, metrics
 
 
-class StepInput(BaseModel):
-    """What the state machine passes to a step: the job id (plus a task token for callback steps)."""
+class StepInput(msgspec.Struct, kw_only=True):
+    """What the state machine passes to a step: the job id (plus a task token for callback steps). Other keys of
+    the state's input are ignored."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    job_id: str = Field(min_length=1, max_length=64)
+    job_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     task_token: str | None = None
     outcome: str | None = None
     error: dict[str, Any] | None = None
+
+
+def parse_step_input(event: Any) -> StepInput:
+    """The step's input; a malformed one raises ``msgspec.ValidationError`` (``step_errors``: InvalidStepInput)."""
+    return msgspec.convert(event, StepInput)
 
 
 def step_errors(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -31,7 +35,7 @@ def step_errors(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return func(*args, **kwargs)
-            except ValidationError as exc:
+            except msgspec.ValidationError as exc:
                 metrics.add_metric(name=f"{stage}_failed", unit=MetricUnit.Count, value=1)
                 raise StepError("InvalidStepInput", str(exc)) from exc
             except OmnireelError as exc:

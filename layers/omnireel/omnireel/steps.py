@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
+
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
@@ -29,6 +31,7 @@ from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
 from omnireel.progress import publish_image_ready
+from omnireel.records import to_dict
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key
 
@@ -73,7 +76,7 @@ def generate_image(
     png = endpoint.generate(image_request_body(require_request(job), model_id))
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
     # Recorded by the staging transition that follows at once (a crash in between regenerates the image on retry).
-    return GeneratedImage(uri, png, job.artifacts.model_copy(update={"image": uri}).model_dump(exclude_none=True))
+    return GeneratedImage(uri, png, to_dict(replace(job.artifacts, image=uri), omit_none=True))
 
 
 def invoke_video(
@@ -112,7 +115,7 @@ def invoke_video(
             invocation_timeout_seconds=invocation_timeout_seconds,
             request_ttl_seconds=request_ttl_seconds,
         )
-        jobs.set_fields(job_id, async_invocation=invocation.model_dump(exclude_none=True))
+        jobs.set_fields(job_id, async_invocation=to_dict(invocation, omit_none=True))
     callbacks.heartbeat(task_token)
 
 
@@ -196,7 +199,7 @@ def complete_video(
             publisher=publisher,
             presign_seconds=presign_seconds,
             job=job,
-            fields={"artifacts": job.artifacts.model_copy(update={"video": uri}).model_dump(exclude_none=True)},
+            fields={"artifacts": to_dict(replace(job.artifacts, video=uri), omit_none=True)},
         )
         answered = callbacks.succeed(token, {"job_id": job.job_id, "video": uri, "published": True})
         return "succeeded" if answered or job.status is JobStatus.RENDERING_VIDEO else "ignored"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from requests_toolbelt.multipart.encoder import MultipartEncoder
+from urllib3.filepost import encode_multipart_formdata
 
 from omnireel.reference_image import VideoReference
 from omnireel.request import JobRequest
@@ -47,9 +47,10 @@ def video_form_fields(request: JobRequest, reference: VideoReference, model_id: 
 def build_video_request(
     request: JobRequest, reference: VideoReference, *, model_id: str | None = None, boundary: str | None = None
 ) -> VideoRequestBody:
-    """Encode the form with requests-toolbelt (text parts only: no filename, so no file parts)."""
-    encoder = MultipartEncoder(
-        fields=video_form_fields(request, reference, model_id),
-        boundary=boundary or f"omnireel-{uuid.uuid4().hex}",
+    """Encode the form with urllib3 (botocore's HTTP library, so already loaded; text parts only: no filename, so no
+    file parts). The bytes are requests-toolbelt's, which this used to import along with all of requests
+    (``tests/unit/domain/test_video_request_contract.py`` compares the two)."""
+    body, content_type = encode_multipart_formdata(
+        video_form_fields(request, reference, model_id), boundary=boundary or f"omnireel-{uuid.uuid4().hex}"
     )
-    return VideoRequestBody(body=encoder.to_string(), content_type=encoder.content_type)
+    return VideoRequestBody(body=body, content_type=content_type)

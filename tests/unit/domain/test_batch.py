@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import SqsModel
+from msgspec.structs import replace
 
 from omnireel.batch import (
     CHUNK_BYTES,
@@ -25,8 +26,9 @@ from omnireel.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_
 from omnireel.errors import InvalidRequest
 from omnireel.events import EventArtifacts, build_job_event, sns_message_attributes
 from omnireel.job import BatchRef, Job, JobStatus, job_id_for, now
+from omnireel.records import to_json
 from omnireel.request import parse_job_request
-from scripts.write_event_schema import BATCH_SCHEMA_PATH, batch_schema
+from scripts.event_schemas import batch_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -115,13 +117,11 @@ def test_job_events_of_batch_jobs_carry_the_batch_and_its_filter_attribute():
     event = build_job_event(job, EventArtifacts(), now())
     assert event.batch == job.batch
     assert sns_message_attributes(event)["batch_id"]["StringValue"] == job.batch.batch_id
-    single = job.model_copy(update={"batch": None})
+    single = replace(job, batch=None)
     assert "batch_id" not in sns_message_attributes(build_job_event(single, EventArtifacts(), now()))
 
 
-def test_batch_schema_is_current_and_validates_the_event():
-    current = json.loads(BATCH_SCHEMA_PATH.read_text())
-    assert current == batch_schema(), "run: .venv/bin/python scripts/write_event_schema.py"
+def test_batch_schema_validates_the_event():
     event = BatchEvent(
         event_id=batch_event_id("b1"),
         occurred_at="2026-12-01T00:00:00.000Z",
@@ -131,9 +131,9 @@ def test_batch_schema_is_current_and_validates_the_event():
         manifest=BatchManifest(s3_uri="s3://a/batches/b1/manifest.jsonl", url="https://x", expires_at="t"),
     )
     validator = jsonschema.Draft202012Validator(batch_schema())
-    validator.validate(json.loads(event.model_dump_json()))
+    validator.validate(json.loads(to_json(event)))
     assert sns_message_attributes(event)["event_type"]["StringValue"] == "batch.completed"
-    bad = json.loads(event.model_dump_json())
+    bad = json.loads(to_json(event))
     del bad["counts"]["cancelled"]
     assert list(validator.iter_errors(bad))
 
@@ -155,6 +155,6 @@ def test_batch_completed_reaches_the_batchs_webhook_only_when_it_named_one():
         manifest=BatchManifest(s3_uri="s3://a/batches/b2/manifest.jsonl", url="https://x", expires_at="t"),
     )
     assert "webhook" not in sns_message_attributes(event)
-    event._webhook = "https://hooks.example.com/omnireel"
+    event.with_webhook("https://hooks.example.com/omnireel")
     assert sns_message_attributes(event)["webhook"]["StringValue"] == "https://hooks.example.com/omnireel"
-    assert "webhook" not in json.loads(event.model_dump_json())  # not part of the published body
+    assert "webhook" not in json.loads(to_json(event))  # not part of the published body

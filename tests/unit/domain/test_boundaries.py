@@ -27,6 +27,7 @@ MODELS_AND_RULES = {
     "media",
     "mp4",
     "notification",
+    "records",
     "reference_image",
     "request",
     "s3uri",

@@ -1,3 +1,5 @@
+import pytest
+
 from omnireel.job import Job, JobStatus, allowed_sources, fingerprint, job_id_for
 from omnireel.request import parse_job_request
 
@@ -44,3 +46,47 @@ def test_timings_per_stage():
         },
     )
     assert job.timings() == {"image_s": 5.0, "staging_s": 0.5, "video_queue_and_render_s": 14.0, "total_s": 20.0}
+
+
+# Computed with the pydantic models (commit 4c3e524) before they were replaced: the idempotency check compares a
+# retried submission's fingerprint with the one stored on its record, so these must never change.
+PINNED_FINGERPRINTS = [
+    ({"prompt": "a red fox in snow"}, None, "b7c2f5fc265a1504b1db395119684ba71d4c2c2d97bcc336a54e1b0406875326"),
+    (
+        {"prompt": "p", "guidance_scale": 7, "seed": 42},
+        None,
+        "1f3ddc6a86f6cf04931ef347a9234a6740761bba7a287c58dd4fd74679227450",
+    ),
+    (
+        {
+            "prompt": "山の上の猫 🐈 — café",
+            "negative_prompt": "blur",
+            "guidance_scale": 3.25,
+            "image": {"size": "512x768", "num_inference_steps": 8},
+            "video": {"width": 640, "height": 384, "num_frames": 33, "fps": 16, "num_inference_steps": 12},
+        },
+        None,
+        "a0cdac995bd2542314ba63f087d2ac0ca7a7129b51cc2c6b3eb41dd712f854de",
+    ),
+    (
+        {"prompt": "p", "video": {"prompt": "slow pan", "negative_prompt": ""}},
+        None,
+        "5b269aba303c3816012a28aa2be58157cf85cba5e2bf18ed6b330f340fc52121",
+    ),
+    (
+        {"prompt": "p", "webhook": "https://example.com/hook", "webhook_events": ["job.failed", "job.image_ready"]},
+        None,
+        "6962587ed0074aa5249ad9efd546a7cfe329593dd9d1160a472205db7488a512",
+    ),
+    (
+        {"prompt": "p", "seed": 0, "guidance_scale": 0},
+        None,
+        "832cd998819f59a3e3ad723672cd20762a6cec25862482bb86c84c43e21073eb",
+    ),
+    ({"prompt": "p"}, 4, "21e64163a561941acf94620b88a71f7ce65789223a61ecef14c791c26c9d54dd"),
+]
+
+
+@pytest.mark.parametrize(("body", "default_video_steps", "expected"), PINNED_FINGERPRINTS)
+def test_fingerprints_of_existing_records_never_change(body, default_video_steps, expected):
+    assert fingerprint(parse_job_request(body, default_video_steps=default_video_steps)) == expected

@@ -76,3 +76,38 @@ def test_the_box_walk_reads_a_short_video_in_one_block() -> None:
     assert reads == [(0, 65536)]
     read = block_reader(read_at)
     assert read(65530, 12) == data[65530:65542] and reads[-2:] == [(0, 65536), (65536, 65536)]
+
+
+def _pillow_verdict(data: bytes) -> tuple[int, int] | None:
+    """What the check was before: Pillow's open + verify (None: refused)."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.verify()
+            return img.size
+    except Exception:
+        return None
+
+
+def _damaged() -> list[bytes]:
+    good = png_bytes(64, 48, noise=True)
+    flip = lambda data, at: data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1 :]  # noqa: E731
+    cases = [good, png_bytes(300, 200), png_bytes(16, 16, mode="RGBA"), png_bytes(16, 16, mode="L"),
+             png_bytes(1, 1, mode="P")]  # fmt: skip
+    cases += [good[:cut] for cut in (8, 12, 20, 33, 40, 100, len(good) // 2, len(good) - 12, len(good) - 1)]
+    cases += [flip(good, at) for at in (16, 20, 29, 45, len(good) // 2, len(good) - 5)]  # IHDR, data, CRCs, IEND
+    cases.append(good[:-12])  # no IEND
+    return cases
+
+
+@pytest.mark.parametrize("data", _damaged())
+def test_the_chunk_walk_accepts_and_refuses_what_pillow_did(data):
+    try:
+        ours: tuple[int, int] | None = check_png(data)
+    except MalformedModelOutput as exc:
+        assert "corrupt PNG" in exc.message
+        ours = None
+    assert ours == _pillow_verdict(data)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
 from omnireel.settings import (
     ApiSettings,
@@ -72,7 +71,7 @@ def test_the_deadline_has_no_default_and_must_be_positive() -> None:
 def test_settings_are_frozen_and_ignore_other_variables() -> None:
     settings = PublishSettings.from_env({**BASE, "JOB_EVENTS_TOPIC_ARN": "t", "UNRELATED": "x"})
     assert not hasattr(settings, "unrelated")
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttributeError):
         settings.jobs_table = "other"  # type: ignore[misc]
 
 
@@ -80,3 +79,18 @@ def test_from_env_reads_the_process_environment_by_default(monkeypatch: pytest.M
     for name, value in {**BASE, "IMAGE_ENDPOINT_NAME": "from-os", "VIDEO_ENDPOINT_NAME": "v"}.items():
         monkeypatch.setenv(name, value)
     assert ImageSettings.from_env().image_endpoint_name == "from-os"
+
+
+def test_a_boolean_reads_every_spelling_pydantic_read_and_nothing_else() -> None:
+    env = {**BASE, "STATE_MACHINE_ARN": "s"}
+    for value, expected in [("true", True), ("FALSE", False), ("yes", True), ("off", False), ("1", True), ("n", False)]:
+        assert (
+            ApiSettings.from_env({**env, "WEBHOOK_ALLOW_LOOPBACK_HTTP": value}).webhook_allow_loopback_http is expected
+        )
+    with pytest.raises(RuntimeError, match=r"ApiSettings: WEBHOOK_ALLOW_LOOPBACK_HTTP$"):
+        ApiSettings.from_env({**env, "WEBHOOK_ALLOW_LOOPBACK_HTTP": "maybe"})
+
+
+def test_every_bad_variable_is_named_not_only_the_first() -> None:
+    with pytest.raises(RuntimeError, match=r"ApiSettings: JOB_TTL_DAYS, STATE_MACHINE_ARN, DEFAULT_VIDEO_STEPS$"):
+        ApiSettings.from_env({**BASE, "JOB_TTL_DAYS": "0", "DEFAULT_VIDEO_STEPS": "x"})

@@ -120,3 +120,24 @@ def test_without_a_motion_prompt_the_video_call_uses_the_prompts(reference):
 def _staged(request, reference):
     staged = build_video_request(request, reference)
     return staged.body, staged.content_type
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"prompt": "a fox"},
+        {"prompt": '猫 é "quoted"\r\nsecond line', "negative_prompt": "blur", "seed": 7, "guidance_scale": 3},
+        {"prompt": "p", "video": {"prompt": "pan --omnireel-x", "negative_prompt": "n", "num_frames": 33}},
+    ],
+)
+def test_the_bytes_are_the_ones_requests_toolbelt_made(reference, body):
+    """The encoder moved from requests-toolbelt (which imported all of requests at cold start) to urllib3's; the
+    staged bytes did not change (requests-toolbelt stays a test-only dependency for this comparison)."""
+    from requests_toolbelt.multipart.encoder import MultipartEncoder
+
+    from omnireel.video_request import video_form_fields
+
+    request = parse_job_request(body)
+    staged = build_video_request(request, reference, model_id="Wan-AI/x", boundary="omnireel-0123")
+    before = MultipartEncoder(fields=video_form_fields(request, reference, "Wan-AI/x"), boundary="omnireel-0123")
+    assert (staged.body, staged.content_type) == (before.to_string(), before.content_type)

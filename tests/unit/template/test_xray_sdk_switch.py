@@ -43,7 +43,7 @@ import handler
 tracer = handler.tracer
 state = {"sdk_modules": sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"),
          "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled),
-         "clients": sorted(set(created))}
+         "clients": sorted(set(created)), "packages": sorted({m.split(".")[0] for m in sys.modules})}
 if state["sdk_modules"]:
     from aws_xray_sdk.core import patcher
     state["patched"] = sorted(patcher._PATCHED_MODULES)
@@ -166,3 +166,18 @@ def test_clients_used_on_every_call_are_created_at_import(
     assert folder in EVERY_CALL_CLIENTS, f"{folder}: list the clients its every call uses in EVERY_CALL_CLIENTS"
     missing = EVERY_CALL_CLIENTS[folder] - set(state["clients"])  # type: ignore[arg-type]
     assert not missing, f"{folder} creates {sorted(missing)} on first use: create them at import (cold start)"
+
+
+# What the cold path dropped (issue 11 item 2; docs/decisions.md): pydantic (the records, events, settings and step
+# inputs are msgspec structs), boto3 and its s3transfer (clients come from botocore), Pillow (the PNG check walks the
+# chunks), requests and requests-toolbelt (the video request's multipart comes from urllib3).
+NOT_ON_THE_COLD_PATH = {"pydantic", "pydantic_core", "boto3", "s3transfer", "PIL", "requests", "requests_toolbelt"}
+
+
+@pytest.mark.parametrize("folder", function_folders())
+def test_no_handler_import_loads_what_the_cold_path_dropped(
+    folder: str, default_imports: dict[str, dict[str, object]]
+) -> None:
+    packages = set(default_imports[folder]["packages"])  # type: ignore[arg-type]
+    assert packages & NOT_ON_THE_COLD_PATH == set(), f"{folder} imports {sorted(packages & NOT_ON_THE_COLD_PATH)}"
+    assert {"omnireel", "botocore", "msgspec"} <= packages  # the probe sees what the handler imports

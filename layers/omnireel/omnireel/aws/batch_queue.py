@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any
 
 from omnireel.aws.clients import client
@@ -10,9 +11,16 @@ from omnireel.batch import Line
 
 
 class BatchQueue:
-    def __init__(self, queue_url: str):
+    def __init__(self, queue_url: str, *, eager: bool = False):
         self.queue_url = queue_url
-        self._sqs = client("sqs")
+        # eager: BatchSubmit sends on every call, so it creates the client at cold start; the API and the inbox send
+        # only for a batch (POST /batches, a .jsonl drop) and create it on first use, as BatchStore does.
+        if eager:
+            _ = self._sqs
+
+    @cached_property
+    def _sqs(self) -> Any:
+        return client("sqs")
 
     def send_split(self, batch_id: str, offset: int, line: int) -> None:
         body = {"kind": "split", "batch_id": batch_id, "offset": offset, "line": line}

@@ -15,30 +15,30 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
-from boto3.dynamodb.types import TypeSerializer
+import msgspec
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, Field
+from msgspec.structs import replace
 
-from omnireel.aws.clients import client, table
-from omnireel.aws.dynamodb_values import plain
+from omnireel.aws.clients import client
+from omnireel.aws.dynamodb_values import from_attributes, to_attributes
 from omnireel.batch_events import BatchCounts, BatchTruncation
 from omnireel.job import SourceVersion, iso, now
+from omnireel.records import to_dict
 
 BATCH_ITEM = "batch"
 IN_FLIGHT = "#in-flight"
 TERMINAL_COUNTERS = {"succeeded", "failed", "cancelled"}
 _CONFLICT_RETRIES = 8
-_serializer = TypeSerializer()
 
 
-class Batch(BaseModel):
+class Batch(msgspec.Struct, kw_only=True):
     batch_id: str
     source: str
     source_version: SourceVersion | None = None
     owner: str | None = None
     natural_key: str
     fingerprint: str | None = None
-    webhook: str | None = Field(default=None, description="POST /batches: where batch.completed is delivered")
+    webhook: str | None = None  # POST /batches: where batch.completed is delivered
     created_at: str
     updated_at: str
     total: int
@@ -48,11 +48,11 @@ class Batch(BaseModel):
     failed: int = 0
     cancelled: int = 0
     terminal: int = 0
-    size: int | None = Field(default=None, description="bytes of the dropped file (the splitter's end)")
+    size: int | None = None  # bytes of the dropped file (the splitter's end)
     split_offset: int = 0
     split_line: int = 0
     split_done: bool = False
-    emitted: int = Field(default=0, description="job lines the splitter has queued (checkpointed with its cursor)")
+    emitted: int = 0  # job lines the splitter has queued (checkpointed with its cursor)
     truncated: BatchTruncation | None = None
     completed_at: str | None = None
     manifest_uri: str | None = None
@@ -64,15 +64,11 @@ class Batch(BaseModel):
         return "completed" if self.event_published_at else "running"
 
     def counts(self) -> BatchCounts:
-        return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.model_fields})
+        return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.__struct_fields__})
 
 
 def line_item(line: int) -> str:
     return f"line#{line:05d}"
-
-
-def _typed(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: _serializer.serialize(v) for k, v in values.items()}
 
 
 class BatchStore:
@@ -82,11 +78,7 @@ class BatchStore:
         # eager: the batch functions use the table on every call, so they create its clients at cold start; the API
         # and the inbox touch batches on some requests only and create them on first use.
         if eager:
-            _ = self._table, self._ddb
-
-    @cached_property
-    def _table(self):
-        return table(self._name)
+            _ = self._ddb
 
     @cached_property
     def _ddb(self):
@@ -95,12 +87,18 @@ class BatchStore:
     def _key(self, batch_id: str, item: str) -> dict[str, Any]:
         return {"batch_id": {"S": batch_id}, "item": {"S": item}}
 
+    def _get(self, batch_id: str, item: str) -> dict[str, Any] | None:
+        found = self._ddb.get_item(TableName=self._name, Key=self._key(batch_id, item), ConsistentRead=True)
+        return from_attributes(found["Item"]) if "Item" in found else None
+
     # ------------------------------------------------------------ batch record
     def create(self, batch: Batch) -> tuple[Batch, bool]:
-        batch = batch.model_copy(update={"expires_at": int(time.time()) + self._ttl_seconds})
-        item = {**batch.model_dump(mode="json", exclude_none=True), "item": BATCH_ITEM}
+        batch = replace(batch, expires_at=int(time.time()) + self._ttl_seconds)
+        item = {**to_dict(batch, omit_none=True), "item": BATCH_ITEM}
         try:
-            self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(batch_id)")
+            self._ddb.put_item(
+                TableName=self._name, Item=to_attributes(item), ConditionExpression="attribute_not_exists(batch_id)"
+            )
             return batch, True
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
@@ -110,8 +108,8 @@ class BatchStore:
         return found, False
 
     def find(self, batch_id: str) -> Batch | None:
-        item = self._table.get_item(Key={"batch_id": batch_id, "item": BATCH_ITEM}, ConsistentRead=True).get("Item")
-        return Batch.model_validate(plain(item)) if item else None
+        item = self._get(batch_id, BATCH_ITEM)
+        return msgspec.convert(item, Batch) if item else None  # the key attribute ``item`` is ignored
 
     def advance_split(
         self, batch_id: str, *, offset: int, to_offset: int, to_line: int, done: bool, emitted: int = 0
@@ -119,15 +117,16 @@ class BatchStore:
         """Checkpoint the splitter: move the cursor from ``offset`` (only if it is still there) to ``to_offset``,
         counting the ``emitted`` job lines the step queued."""
         try:
-            self._table.update_item(
-                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
                 UpdateExpression="SET split_offset = :to, split_line = :line, split_done = :done, updated_at = :now "
                 "ADD emitted :emitted",
                 ConditionExpression="split_offset = :from AND split_done = :false",
-                ExpressionAttributeValues={
+                ExpressionAttributeValues=to_attributes({
                     ":to": to_offset, ":line": to_line, ":done": done, ":now": iso(now()), ":from": offset,
                     ":false": False, ":emitted": emitted,
-                },
+                }),
             )  # fmt: skip
             return True
         except ClientError as exc:
@@ -142,13 +141,14 @@ class BatchStore:
         ``total`` is the checkpointed lines plus those."""
         truncation = BatchTruncation(message=message, truncated_at_line=line + 1)
         try:
-            self._table.update_item(
-                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
                 UpdateExpression="SET truncated = :t, updated_at = :now",
                 ConditionExpression="split_offset = :from AND split_done = :false AND attribute_not_exists(truncated)",
-                ExpressionAttributeValues={
-                    ":t": truncation.model_dump(mode="json"), ":now": iso(now()), ":from": offset, ":false": False,
-                },
+                ExpressionAttributeValues=to_attributes({
+                    ":t": to_dict(truncation), ":now": iso(now()), ":from": offset, ":false": False,
+                }),
             )  # fmt: skip
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
@@ -164,15 +164,16 @@ class BatchStore:
             if item["line"] >= batch.truncated.truncated_at_line and item.get("submitted")
         )
         try:
-            self._table.update_item(
-                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
                 UpdateExpression="SET #total = :total, split_done = :true, updated_at = :now",
                 ConditionExpression="split_offset = :from AND split_done = :false",
                 ExpressionAttributeNames={"#total": "total"},
-                ExpressionAttributeValues={
+                ExpressionAttributeValues=to_attributes({
                     ":total": batch.emitted + beyond, ":true": True, ":now": iso(now()), ":from": offset,
                     ":false": False,
-                },
+                }),
             )  # fmt: skip
             return True
         except ClientError as exc:
@@ -182,21 +183,20 @@ class BatchStore:
 
     # ------------------------------------------------------------ lines
     def line(self, batch_id: str, line: int) -> dict[str, Any] | None:
-        item = self._table.get_item(Key={"batch_id": batch_id, "item": line_item(line)}, ConsistentRead=True)
-        return plain(item["Item"]) if "Item" in item else None
+        return self._get(batch_id, line_item(line))
 
     def lines(self, batch_id: str) -> Iterator[dict[str, Any]]:
         """Every line item, in line order (paged)."""
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "batch_id = :b AND begins_with(#item, :line)",
             "ExpressionAttributeNames": {"#item": "item"},
-            "ExpressionAttributeValues": {":b": batch_id, ":line": "line#"},
+            "ExpressionAttributeValues": to_attributes({":b": batch_id, ":line": "line#"}),
             "ConsistentRead": True,
         }
         while True:
-            page = self._table.query(**kwargs)
+            page = self._ddb.query(TableName=self._name, **kwargs)
             for item in page.get("Items", []):
-                yield plain(item)
+                yield from_attributes(item)
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -215,7 +215,7 @@ class BatchStore:
                     "UpdateExpression": "SET submitted = :s, job_id = :j, line = :n, submitted_at = :now, "
                     "expires_at = :exp",
                     "ConditionExpression": "attribute_not_exists(submitted)",
-                    "ExpressionAttributeValues": _typed(
+                    "ExpressionAttributeValues": to_attributes(
                         {":s": state, ":j": job_id, ":n": line, ":now": stamp, ":exp": self._expiry()}
                     ),
                 }
@@ -228,7 +228,7 @@ class BatchStore:
                     # a batch whose file went away mid-split takes no line at or after the first unread one
                     "ConditionExpression": "attribute_exists(batch_id) AND "
                     "(attribute_not_exists(truncated) OR truncated.truncated_at_line > :n)",
-                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp, ":n": line}),
+                    "ExpressionAttributeValues": to_attributes({":one": 1, ":now": stamp, ":n": line}),
                 }
             },
         ]
@@ -240,7 +240,7 @@ class BatchStore:
                         "Key": self._key(IN_FLIGHT, IN_FLIGHT),
                         "UpdateExpression": "ADD in_flight :one",
                         "ConditionExpression": "attribute_not_exists(in_flight) OR in_flight < :max",
-                        "ExpressionAttributeValues": _typed({":one": 1, ":max": max_in_flight}),
+                        "ExpressionAttributeValues": to_attributes({":one": 1, ":max": max_in_flight}),
                     }
                 }
             )
@@ -277,7 +277,7 @@ class BatchStore:
                     "Key": self._key(batch_id, line_item(line)),
                     "UpdateExpression": f"SET {sets}",
                     "ConditionExpression": "attribute_not_exists(terminal)",
-                    "ExpressionAttributeValues": _typed(values),
+                    "ExpressionAttributeValues": to_attributes(values),
                 }
             },
             {
@@ -286,7 +286,7 @@ class BatchStore:
                     "Key": self._key(batch_id, BATCH_ITEM),
                     "UpdateExpression": f"ADD {status} :one, terminal :one SET updated_at = :now",
                     "ConditionExpression": "attribute_exists(batch_id)",
-                    "ExpressionAttributeValues": _typed({":one": 1, ":now": stamp}),
+                    "ExpressionAttributeValues": to_attributes({":one": 1, ":now": stamp}),
                 }
             },
         ]
@@ -297,26 +297,27 @@ class BatchStore:
                         "TableName": self._name,
                         "Key": self._key(IN_FLIGHT, IN_FLIGHT),
                         "UpdateExpression": "ADD in_flight :minus",
-                        "ExpressionAttributeValues": _typed({":minus": -1}),
+                        "ExpressionAttributeValues": to_attributes({":minus": -1}),
                     }
                 }
             )
         return self._transact(items)
 
     def in_flight(self) -> int:
-        item = self._table.get_item(Key={"batch_id": IN_FLIGHT, "item": IN_FLIGHT}, ConsistentRead=True).get("Item")
+        item = self._get(IN_FLIGHT, IN_FLIGHT)
         return int(item.get("in_flight", 0)) if item else 0
 
     # ------------------------------------------------------------ completion
     def claim_completion(self, batch_id: str, manifest_uri: str) -> bool:
         """Mark the batch completed, once, when every line is terminal. False: not yet, or already claimed."""
         try:
-            self._table.update_item(
-                Key={"batch_id": batch_id, "item": BATCH_ITEM},
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
                 UpdateExpression="SET completed_at = :now, manifest_uri = :m, updated_at = :now",
                 ConditionExpression="attribute_not_exists(completed_at) AND #terminal = #total",
                 ExpressionAttributeNames={"#terminal": "terminal", "#total": "total"},
-                ExpressionAttributeValues={":now": iso(now()), ":m": manifest_uri},
+                ExpressionAttributeValues=to_attributes({":now": iso(now()), ":m": manifest_uri}),
             )
             return True
         except ClientError as exc:
@@ -325,10 +326,11 @@ class BatchStore:
             return False
 
     def mark_published(self, batch_id: str) -> None:
-        self._table.update_item(
-            Key={"batch_id": batch_id, "item": BATCH_ITEM},
+        self._ddb.update_item(
+            TableName=self._name,
+            Key=self._key(batch_id, BATCH_ITEM),
             UpdateExpression="SET event_published_at = :now",
-            ExpressionAttributeValues={":now": iso(now())},
+            ExpressionAttributeValues=to_attributes({":now": iso(now())}),
         )
 
     # ------------------------------------------------------------ internals

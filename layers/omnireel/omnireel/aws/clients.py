@@ -1,13 +1,17 @@
-"""boto3 clients, created once per execution environment and reused across invocations.
+"""AWS clients, created once per execution environment and reused across invocations.
 
-``AWS_ENDPOINT_URL`` (honoured by botocore itself) points every client at the local stack.
+Created with botocore, the SDK's core, rather than through boto3: ``boto3.client(...)`` is a thin wrapper around the
+same ``create_client`` call (same credentials chain, region, endpoints, retries, ``Config``), but importing boto3 also
+imports its resource layer and s3transfer, ~0.07x of the cold-start yardstick in every function for nothing the
+functions use (docs/benchmarks.md, docs/decisions.md). ``AWS_ENDPOINT_URL`` (honoured by botocore itself) points every
+client at the local stack.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-import boto3
+import botocore.session
 from botocore.config import Config
 
 # Standard retry mode: exponential backoff with jitter on throttling and transient errors.
@@ -25,11 +29,12 @@ _MODEL_CALL = Config(retries={"mode": "standard", "max_attempts": 2}, connect_ti
 
 
 @cache
-def client(service: str):
-    config = {"sagemaker-runtime": _MODEL_CALL, "s3": _S3}.get(service, _DEFAULT)
-    return boto3.client(service, config=config)
+def _session() -> botocore.session.Session:
+    """One session per execution environment, as boto3's default session (credentials and config read once)."""
+    return botocore.session.get_session()
 
 
 @cache
-def table(name: str):
-    return boto3.resource("dynamodb", config=_DEFAULT).Table(name)
+def client(service: str):
+    config = {"sagemaker-runtime": _MODEL_CALL, "s3": _S3}.get(service, _DEFAULT)
+    return _session().create_client(service, config=config)

@@ -11,6 +11,7 @@ from omnireel.aws.clients import client
 from omnireel.batch_events import BatchEvent
 from omnireel.errors import PublishFailed
 from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
+from omnireel.records import to_json
 
 
 class EventPublisher:
@@ -31,7 +32,7 @@ class EventPublisher:
         return client("events")
 
     def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
-        body = event.model_dump_json()
+        body = to_json(event)
         try:
             self._sns.publish(
                 TopicArn=self.topic_arn,

@@ -5,27 +5,34 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import msgspec
 from botocore.exceptions import ClientError
+from msgspec.structs import replace
 
-from omnireel.aws.clients import table
-from omnireel.aws.dynamodb_values import plain
+from omnireel.aws.clients import client
+from omnireel.aws.dynamodb_values import from_attributes, to_attributes
 from omnireel.errors import JobConflict, JobNotFound
 from omnireel.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
+from omnireel.records import to_dict, to_json
 from omnireel.request import JobRequest
 
 
 def _to_item(job: Job) -> dict[str, Any]:
-    item = job.model_dump(mode="json", exclude={"request"}, exclude_none=True)
+    item = to_dict(job, omit_none=True)
+    item.pop("request", None)
     if job.request is not None:
-        item["request_json"] = job.request.model_dump_json()
+        item["request_json"] = to_json(job.request)
     return item
 
 
 def _from_item(item: dict[str, Any]) -> Job:
-    data = plain(item)
+    data = from_attributes(item)
     raw = data.pop("request_json", None)
-    data["request"] = JobRequest.model_validate_json(raw) if raw else None
-    return Job.model_validate(data)
+    data["request"] = None  # set below, from the JSON it is stored as
+    job = msgspec.convert(data, Job)  # attributes Job does not name (task_token) are ignored
+    if raw:
+        job.request = msgspec.json.decode(raw, type=JobRequest)
+    return job
 
 
 # Sparse global secondary index of the jobs that are not terminal yet (template.yaml: JobsTable): only items that
@@ -41,16 +48,24 @@ class JobStore:
         self._table_name = table_name
         self._ttl_seconds = ttl_days * 86400
         # Created with the store, at the cold start of every function that builds one: they use it on every call, and
-        # creating it on first use would only move its cost (~20% of the cold-start yardstick) into the first call.
-        self._table = table(table_name)
+        # creating it on first use would only move its cost into the first call. The low-level client, not a boto3
+        # Table resource (omnireel.aws.dynamodb_values).
+        self._ddb = client("dynamodb")
+
+    def _key(self, job_id: str) -> dict[str, Any]:
+        return {"job_id": {"S": job_id}}
 
     def create(self, job: Job) -> tuple[Job, bool]:
         """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
         update: dict[str, Any] = {"expires_at": int(time.time()) + self._ttl_seconds}
         update["open_shard"] = None if job.status.terminal else open_shard_for(job.job_id)
-        job = job.model_copy(update=update)
+        job = replace(job, **update)
         try:
-            self._table.put_item(Item=_to_item(job), ConditionExpression="attribute_not_exists(job_id)")
+            self._ddb.put_item(
+                TableName=self._table_name,
+                Item=to_attributes(_to_item(job)),
+                ConditionExpression="attribute_not_exists(job_id)",
+            )
             return job, True
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
@@ -58,7 +73,7 @@ class JobStore:
         return self.get(job.job_id), False
 
     def get(self, job_id: str) -> Job:
-        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True).get("Item")
+        item = self._ddb.get_item(TableName=self._table_name, Key=self._key(job_id), ConsistentRead=True).get("Item")
         if not item:
             raise JobNotFound(f"no job with id {job_id}")
         return _from_item(item)
@@ -93,12 +108,13 @@ class JobStore:
         condition = "attribute_exists(job_id) AND #status IN (" + ", ".join(f":s{i}" for i in range(len(sources))) + ")"
         update = "SET " + ", ".join(sets) + (" REMOVE open_shard" if target.terminal else "")
         try:
-            result = self._table.update_item(
-                Key={"job_id": job_id},
+            result = self._ddb.update_item(
+                TableName=self._table_name,
+                Key=self._key(job_id),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
+                ExpressionAttributeValues=to_attributes(values),
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
@@ -115,14 +131,14 @@ class JobStore:
             kwargs: dict[str, Any] = {
                 "IndexName": OPEN_JOBS_INDEX,
                 "KeyConditionExpression": "open_shard = :shard AND created_at < :cutoff",
-                "ExpressionAttributeValues": {":shard": shard, ":cutoff": cutoff},
+                "ExpressionAttributeValues": to_attributes({":shard": shard, ":cutoff": cutoff}),
                 "ProjectionExpression": "job_id",
             }
             taken = 0
             while taken < per_shard:
-                page = self._table.query(Limit=per_shard - taken, **kwargs)
+                page = self._ddb.query(TableName=self._table_name, Limit=per_shard - taken, **kwargs)
                 items = page.get("Items", [])
-                found += [item["job_id"] for item in items]
+                found += [item["job_id"]["S"] for item in items]
                 taken += len(items)
                 if "LastEvaluatedKey" not in page:
                     break
@@ -148,17 +164,19 @@ class JobStore:
             kwargs["FilterExpression"] = "#status = :status"
             names["#status"], values[":status"] = "status", status.value
         if start is not None:
-            kwargs["ExclusiveStartKey"] = {"owner": owner, "created_at": start[0], "job_id": start[1]}
+            kwargs["ExclusiveStartKey"] = to_attributes({"owner": owner, "created_at": start[0], "job_id": start[1]})
+        kwargs["ExpressionAttributeValues"] = to_attributes(values)
         found: list[Job] = []
+        last: dict[str, Any] = {}
         for _ in range(_LIST_PAGES):
-            page = self._table.query(Limit=limit - len(found), **kwargs)
+            page = self._ddb.query(TableName=self._table_name, Limit=limit - len(found), **kwargs)
             found += [_from_item(item) for item in page.get("Items", [])]
-            last = page.get("LastEvaluatedKey")
-            if last is None:
+            if "LastEvaluatedKey" not in page:
                 return found, None
             if len(found) >= limit:
                 return found, (found[-1].created_at, found[-1].job_id)
-            kwargs["ExclusiveStartKey"] = last
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            last = from_attributes(page["LastEvaluatedKey"])
         return found, (last["created_at"], last["job_id"])
 
     def set_fields(self, job_id: str, **fields: Any) -> Job:
@@ -167,46 +185,50 @@ class JobStore:
         values = {f":f{i}": value for i, value in enumerate(fields.values())}
         values[":now"] = iso(now())
         sets = [f"#f{i} = :f{i}" for i in range(len(fields))] + ["updated_at = :now"]
-        result = self._table.update_item(
-            Key={"job_id": job_id},
+        result = self._ddb.update_item(
+            TableName=self._table_name,
+            Key=self._key(job_id),
             UpdateExpression="SET " + ", ".join(sets),
             ConditionExpression="attribute_exists(job_id)",
             ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+            ExpressionAttributeValues=to_attributes(values),
             ReturnValues="ALL_NEW",
         )
         return _from_item(result["Attributes"])
 
     def set_artifact(self, job_id: str, name: str, uri: str) -> None:
-        self._table.update_item(
-            Key={"job_id": job_id},
+        self._ddb.update_item(
+            TableName=self._table_name,
+            Key=self._key(job_id),
             UpdateExpression="SET artifacts.#name = :uri, updated_at = :now",
             ConditionExpression="attribute_exists(job_id)",
             ExpressionAttributeNames={"#name": name},
-            ExpressionAttributeValues={":uri": uri, ":now": iso(now())},
+            ExpressionAttributeValues=to_attributes({":uri": uri, ":now": iso(now())}),
         )
 
     def record_webhook_attempt(self, job_id: str, event_type: str, state: dict[str, Any]) -> None:
         """Store the delivery state of ``event_type`` (records written before webhooks get the map first)."""
-        key = {"job_id": job_id}
+        key = self._key(job_id)
         try:
-            self._table.update_item(
+            self._ddb.update_item(
+                TableName=self._table_name,
                 Key=key,
                 UpdateExpression="SET webhook_deliveries.#type = :state",
                 ConditionExpression="attribute_exists(job_id) AND attribute_exists(webhook_deliveries)",
                 ExpressionAttributeNames={"#type": event_type},
-                ExpressionAttributeValues={":state": state},
+                ExpressionAttributeValues=to_attributes({":state": state}),
             )
             return
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
         try:
-            self._table.update_item(
+            self._ddb.update_item(
+                TableName=self._table_name,
                 Key=key,
                 UpdateExpression="SET webhook_deliveries = :map",
                 ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(webhook_deliveries)",
-                ExpressionAttributeValues={":map": {event_type: state}},
+                ExpressionAttributeValues=to_attributes({":map": {event_type: state}}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
@@ -216,19 +238,20 @@ class JobStore:
 
     def find_with_token(self, job_id: str) -> tuple[Job | None, str | None]:
         """The job and its stored task token in one consistent read (None, None for an unknown id)."""
-        item = self._table.get_item(Key={"job_id": job_id}, ConsistentRead=True).get("Item")
+        item = self._ddb.get_item(TableName=self._table_name, Key=self._key(job_id), ConsistentRead=True).get("Item")
         if not item:
             return None, None
-        return _from_item(item), item.get("task_token")
+        return _from_item(item), item["task_token"]["S"] if "task_token" in item else None
 
     def claim_publication(self, job_id: str) -> bool:
         """Mark the terminal event as published; False if it already was (exactly-once guard)."""
         try:
-            self._table.update_item(
-                Key={"job_id": job_id},
+            self._ddb.update_item(
+                TableName=self._table_name,
+                Key=self._key(job_id),
                 UpdateExpression="SET event_published_at = :now",
                 ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(event_published_at)",
-                ExpressionAttributeValues={":now": iso(now())},
+                ExpressionAttributeValues=to_attributes({":now": iso(now())}),
             )
             return True
         except ClientError as exc:

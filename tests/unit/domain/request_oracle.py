@@ -1,0 +1,236 @@
+"""The job request as the pydantic models described it before the layer dropped pydantic (commit 4c3e524): a
+test-only oracle. ``test_request_oracle.py`` runs inputs through it and through ``omnireel.request`` and checks that
+both accept the same requests, with the same values, and refuse the rest with the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from omnireel.bounded import MAX_ECHO_CHARS, bounded
+from omnireel.errors import InvalidRequest
+
+MAX_PROMPT_CHARS = 2000
+_SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+
+
+class ImageOptions(BaseModel):
+    """Parameters of the real-time image call (FLUX.2-klein)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size: str = Field(default="1024x1024", description="WIDTHxHEIGHT, each 256..2048 and a multiple of 16")
+    num_inference_steps: int = Field(default=4, ge=1, le=50)
+
+    @field_validator("size")
+    @classmethod
+    def _check_size(cls, value: str) -> str:
+        match = _SIZE.fullmatch(value)
+        if not match:
+            raise ValueError("must look like 1024x1024")
+        width, height = int(match[1]), int(match[2])
+        for side in (width, height):
+            if not 256 <= side <= 2048 or side % 16:
+                raise ValueError("each side must be 256..2048 and a multiple of 16")
+        return value
+
+    @property
+    def width(self) -> int:
+        return int(self.size.split("x")[0])
+
+    @property
+    def height(self) -> int:
+        return int(self.size.split("x")[1])
+
+
+_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _check_prompt(value: str) -> str:
+    # Blank includes invisible-only text (zero-width spaces, BOMs, control characters).
+    if all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value):
+        raise ValueError("must not be blank")
+    return _no_nul(value)
+
+
+class VideoOptions(BaseModel):
+    """Parameters of the async video call (Wan2.1-VACE), sent as multipart text parts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    width: int = Field(default=480, ge=128, le=1280, multiple_of=16)
+    height: int = Field(default=320, ge=128, le=1280, multiple_of=16)
+    num_frames: int = Field(default=17, ge=5, le=161, description="4k+1 frames, as Wan2.1 expects")
+    fps: int = Field(default=8, ge=1, le=30)
+    num_inference_steps: int = Field(default=30, ge=1, le=100)
+    prompt: Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = Field(
+        default=None, description="the motion prompt of the video call (default: the job's prompt)"
+    )
+    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = Field(
+        default=None, description="the video call's negative prompt (default: the job's negative_prompt)"
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _motion_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _check_prompt(value)
+
+    @field_validator("negative_prompt")
+    @classmethod
+    def _motion_negative_no_nul(cls, value: str | None) -> str | None:
+        return None if value is None else _no_nul(value)
+
+    @field_validator("num_frames")
+    @classmethod
+    def _wan_frame_count(cls, value: int) -> int:
+        if (value - 1) % 4:
+            raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
+        return value
+
+
+Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
+
+# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
+WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
+DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+MAX_WEBHOOK_URL_CHARS = 2048
+
+
+def check_webhook_url(value: str) -> str:
+    """The URL's shape (no network here): http(s), a host, no credentials, no fragment, printable ASCII.
+
+    Which schemes and hosts a deployment accepts, and where the host resolves, is checked when a job is submitted and
+    again at every delivery (``omnireel.webhook_target``)."""
+    if not value.isascii() or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("must be an absolute http(s) URL of printable ASCII characters (percent-encode the rest)")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"is not a valid URL ({exc})") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an absolute https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials (user:password@)")
+    if parts.fragment or value.endswith("#"):
+        raise ValueError("must not have a #fragment")
+    if port == 0:
+        raise ValueError("has an invalid port")
+    return value
+
+
+class JobRequest(BaseModel):
+    """A prompt and everything that shapes the image and the video made from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: Prompt
+    negative_prompt: Annotated[str, Field(max_length=MAX_PROMPT_CHARS)] | None = None
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    guidance_scale: float = Field(default=5.0, ge=0.0, le=20.0, allow_inf_nan=False)
+    image: ImageOptions = Field(default_factory=ImageOptions)
+    video: VideoOptions = Field(default_factory=VideoOptions)
+    webhook: Annotated[str, Field(max_length=MAX_WEBHOOK_URL_CHARS)] | None = Field(
+        default=None, description="https URL that receives this job's events, signed (Standard Webhooks)"
+    )
+    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=4)] | None = Field(
+        default=None,
+        description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_webhook_url(value)
+
+    @field_validator("webhook_events")
+    @classmethod
+    def _distinct_events(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("must not repeat an event type")
+        return value
+
+    @model_validator(mode="after")
+    def _events_need_a_webhook(self) -> JobRequest:
+        if self.webhook_events is not None and self.webhook is None:
+            raise ValueError("webhook_events needs a webhook")
+        return self
+
+    def webhook_wants(self, event_type: str) -> bool:
+        """Does this job's webhook (if any) receive ``event_type``?"""
+        if self.webhook is None:
+            return False
+        return event_type in (self.webhook_events or DEFAULT_WEBHOOK_EVENTS)
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _check_prompt(value)
+
+    @field_validator("negative_prompt")
+    @classmethod
+    def _negative_no_nul(cls, value: str | None) -> str | None:
+        return None if value is None else _no_nul(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _must_be_object(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError("the request must be a JSON object")
+        return data
+
+
+def _describe(exc: ValidationError) -> str:
+    """Every problem, ``path: message``; field names (caller input) and the whole text are bounded."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(bounded(str(p), MAX_ECHO_CHARS) for p in err["loc"]) or "request"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        parts.append(f"{where}: {bounded(message, 200)}")
+    return bounded("; ".join(parts))
+
+
+def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> JobRequest:
+    """Validate a decoded JSON value; raise ``InvalidRequest`` with every problem listed.
+
+    ``default_video_steps`` (the deployment profile's ``DEFAULT_VIDEO_STEPS``) fills
+    ``video.num_inference_steps`` when the request does not set it.
+    """
+    if default_video_steps is not None and isinstance(data, dict):
+        video = data.get("video", {})
+        if isinstance(video, dict) and "num_inference_steps" not in video:
+            data = {**data, "video": {**video, "num_inference_steps": default_video_steps}}
+    try:
+        return JobRequest.model_validate(data, strict=True)
+    except ValidationError as exc:
+        raise InvalidRequest(_describe(exc)) from exc
+
+
+def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None = None) -> JobRequest:
+    """Validate a JSON document (API body or inbox ``.json`` file)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest(f"the request is not valid UTF-8 (byte {exc.start})") from exc
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(bounded(f"the request is not valid JSON: {exc}")) from exc
+    except RecursionError:
+        raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
+    return parse_job_request(data, default_video_steps=default_video_steps)
