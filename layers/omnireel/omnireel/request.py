@@ -373,6 +373,11 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
 
 def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None = None) -> JobRequest:
     """Validate a JSON document (API body or inbox ``.json`` file)."""
+    return parse_job_request(decode_json_document(raw), default_video_steps=default_video_steps)
+
+
+def decode_json_document(raw: str | bytes) -> Any:
+    """The JSON value of a request document; ``InvalidRequest`` if it is not UTF-8 or not JSON."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -384,4 +389,4 @@ def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None 
         raise InvalidRequest(bounded(f"the request is not valid JSON: {exc}")) from exc
     except RecursionError:
         raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
-    return parse_job_request(data, default_video_steps=default_video_steps)
+    return data

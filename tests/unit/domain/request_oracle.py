@@ -1,23 +1,32 @@
 """The job request as the pydantic models described it before the layer dropped pydantic (commit 4c3e524): a
 test-only oracle. ``test_request_oracle.py`` runs inputs through it and through ``omnireel.request`` and checks that
 both accept the same requests, with the same values, and refuse the rest with the same messages.
+
+What the oracle stands for is pydantic's side: types in strict mode, bounds, lengths, the order of the checks and the
+wording of each message. The value rules pydantic called as validators (prompt not blank, no NUL, the size's shape,
+4k+1 frames, the webhook URL's shape) were plain functions then and are the same functions now: they are imported
+from ``omnireel.request``, not copied.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import unicodedata
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.errors import InvalidRequest
-
-MAX_PROMPT_CHARS = 2000
-_SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+from omnireel.request import (
+    MAX_PROMPT_CHARS,
+    MAX_WEBHOOK_URL_CHARS,
+    _check_prompt,
+    _check_size,
+    _distinct_events,
+    _no_nul,
+    _wan_frame_count,
+    check_webhook_url,
+    decode_json_document,
+)
 
 
 class ImageOptions(BaseModel):
@@ -31,38 +40,7 @@ class ImageOptions(BaseModel):
     @field_validator("size")
     @classmethod
     def _check_size(cls, value: str) -> str:
-        match = _SIZE.fullmatch(value)
-        if not match:
-            raise ValueError("must look like 1024x1024")
-        width, height = int(match[1]), int(match[2])
-        for side in (width, height):
-            if not 256 <= side <= 2048 or side % 16:
-                raise ValueError("each side must be 256..2048 and a multiple of 16")
-        return value
-
-    @property
-    def width(self) -> int:
-        return int(self.size.split("x")[0])
-
-    @property
-    def height(self) -> int:
-        return int(self.size.split("x")[1])
-
-
-_INVISIBLE = {"Cc", "Cf", "Zs", "Zl", "Zp"}
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-def _check_prompt(value: str) -> str:
-    # Blank includes invisible-only text (zero-width spaces, BOMs, control characters).
-    if all(ch.isspace() or unicodedata.category(ch) in _INVISIBLE for ch in value):
-        raise ValueError("must not be blank")
-    return _no_nul(value)
+        return _check_size(value)
 
 
 class VideoOptions(BaseModel):
@@ -95,9 +73,7 @@ class VideoOptions(BaseModel):
     @field_validator("num_frames")
     @classmethod
     def _wan_frame_count(cls, value: int) -> int:
-        if (value - 1) % 4:
-            raise ValueError("must be 4k+1 (5, 9, 13, 17, ..., 161)")
-        return value
+        return _wan_frame_count(value)
 
 
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
@@ -105,30 +81,6 @@ Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
 # Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
 WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
 DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
-MAX_WEBHOOK_URL_CHARS = 2048
-
-
-def check_webhook_url(value: str) -> str:
-    """The URL's shape (no network here): http(s), a host, no credentials, no fragment, printable ASCII.
-
-    Which schemes and hosts a deployment accepts, and where the host resolves, is checked when a job is submitted and
-    again at every delivery (``omnireel.webhook_target``)."""
-    if not value.isascii() or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError("must be an absolute http(s) URL of printable ASCII characters (percent-encode the rest)")
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"is not a valid URL ({exc})") from None
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ValueError("must be an absolute https:// URL with a host")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("must not carry credentials (user:password@)")
-    if parts.fragment or value.endswith("#"):
-        raise ValueError("must not have a #fragment")
-    if port == 0:
-        raise ValueError("has an invalid port")
-    return value
 
 
 class JobRequest(BaseModel):
@@ -158,21 +110,13 @@ class JobRequest(BaseModel):
     @field_validator("webhook_events")
     @classmethod
     def _distinct_events(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and len(set(value)) != len(value):
-            raise ValueError("must not repeat an event type")
-        return value
+        return None if value is None else _distinct_events(value)
 
     @model_validator(mode="after")
     def _events_need_a_webhook(self) -> JobRequest:
         if self.webhook_events is not None and self.webhook is None:
             raise ValueError("webhook_events needs a webhook")
         return self
-
-    def webhook_wants(self, event_type: str) -> bool:
-        """Does this job's webhook (if any) receive ``event_type``?"""
-        if self.webhook is None:
-            return False
-        return event_type in (self.webhook_events or DEFAULT_WEBHOOK_EVENTS)
 
     @field_validator("prompt")
     @classmethod
@@ -221,16 +165,5 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
 
 
 def parse_job_request_json(raw: str | bytes, *, default_video_steps: int | None = None) -> JobRequest:
-    """Validate a JSON document (API body or inbox ``.json`` file)."""
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequest(f"the request is not valid UTF-8 (byte {exc.start})") from exc
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidRequest(bounded(f"the request is not valid JSON: {exc}")) from exc
-    except RecursionError:
-        raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
-    return parse_job_request(data, default_video_steps=default_video_steps)
+    """Validate a JSON document (decoded as the layer decodes it: that step did not change)."""
+    return parse_job_request(decode_json_document(raw), default_video_steps=default_video_steps)
