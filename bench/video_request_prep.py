@@ -10,7 +10,7 @@ Side by side, in one process, interleaved call by call on the same deterministic
   ``vllm-omni-<uuid hex>``, all text parts.
 * ``ours`` - ``omnireel.reference_image.prepare_video_reference`` (libvips: sequential PNG decode, Lanczos-3
   shrink, centre crop, JPEG Q90 with 4:2:0 chroma forced, one thread, operation cache off) +
-  ``omnireel.video_request.build_video_request`` (requests-toolbelt).
+  ``omnireel.video_request.build_video_request`` (urllib3, as the sample; requests-toolbelt until 2026-12-02).
 
 Quality: each staged body is parsed back, its JPEG decoded and compared with an exact reference
 (float64 separable Lanczos-3 from the original PNG over the exact centre-crop box, no rounding, no
@@ -305,7 +305,7 @@ def stage_times(png: bytes, reps: int) -> dict[str, dict[str, float]]:
             "sequential PNG decode + Lanczos-3 shrink + centre crop (libvips)": med(lambda: fit(png, WIDTH, HEIGHT)),
             "JPEG Q90 4:2:0 optimize_coding (libvips)": med(lambda: encode_jpeg(fitted, 90)),
             "base64 + JSON": med(lambda: wrap(jpeg)),
-            "multipart (requests-toolbelt)": med(lambda: build_video_request(REQUEST, reference, model_id=MODEL_ID)),
+            "multipart (urllib3, ours)": med(lambda: build_video_request(REQUEST, reference, model_id=MODEL_ID)),
         },
     }
 
