@@ -51,28 +51,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import emit, machine, quantile, today  # noqa: E402
-from omnireel_template import (  # noqa: E402
-    function_environment,
-    function_folder,
-    function_folders,
-    load_template,
-    serverless_functions,
-)
+from omnireel_template import function_folders, offline_lambda_environment  # noqa: E402
 
 TARGET_RATIO = 1.3
 BASELINE = "(baseline) boto3 + one client"
 BUILD = REPO / ".aws-sam" / "build"
-DUMMY_ENV = {
-    "AWS_REGION": "us-east-1",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "AWS_SESSION_TOKEN": "bench",
-    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
-    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
-    "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
 
 
 def _timed(body: str) -> str:
@@ -114,13 +97,6 @@ def functions() -> list[str]:
     return function_folders()
 
 
-def template_environment(name: str) -> dict[str, str]:
-    """The function's environment from template.yaml (parameter defaults; other references become placeholders)."""
-    template = load_template()
-    logical = next(k for k, fn in serverless_functions(template).items() if function_folder(fn) == name)
-    return function_environment(template, logical)
-
-
 def layer_site(target: Path) -> Path:
     """A site directory holding exactly the layer's packages: symlinks into .venv's site-packages.
 
@@ -156,12 +132,7 @@ def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[
     assert SITE is not None
     site = str(SITE)
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        **DUMMY_ENV,
-        **template_environment(name),
-        "LAMBDA_TASK_ROOT": str(REPO / "functions" / name),
-        "AWS_LAMBDA_FUNCTION_NAME": f"omnireel-{name}",
+        **offline_lambda_environment(name),
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "PYTHONPATH": os.pathsep.join([str(REPO / "functions" / name), str(REPO / "layers" / "omnireel"), site]),
         "PYTHONHASHSEED": "0",

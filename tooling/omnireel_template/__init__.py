@@ -168,3 +168,34 @@ def function_environment(
         else:
             resolved[name] = str(value)
     return resolved
+
+
+# What a Lambda-like interpreter on this machine gets besides the template's variables: the region and a dummy key,
+# and every AWS endpoint (and the X-Ray daemon) on a closed loopback port, so a handler imported for a test or a
+# bench creates its clients but nothing can reach a network.
+OFFLINE_AWS = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
+    "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+def offline_lambda_environment(folder: str, parameters: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment ``functions/<folder>``'s handler sees on Lambda, for importing it here: PATH and HOME, the
+    template's variables for it (``parameters`` over the defaults), what Lambda sets (``LAMBDA_TASK_ROOT``,
+    ``AWS_LAMBDA_FUNCTION_NAME``) and ``OFFLINE_AWS``. The caller adds its own PYTHONPATH."""
+    template = load_template()
+    logical = next(k for k, fn in serverless_functions(template).items() if function_folder(fn) == folder)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **function_environment(template, logical, parameter_defaults(template, parameters)),
+        "LAMBDA_TASK_ROOT": str(ROOT / "functions" / folder),
+        "AWS_LAMBDA_FUNCTION_NAME": f"omnireel-{folder}",
+        **OFFLINE_AWS,
+    }

@@ -22,7 +22,7 @@ from omnireel_template import (
     function_folder,
     function_folders,
     load_template,
-    parameter_defaults,
+    offline_lambda_environment,
     serverless_functions,
 )
 
@@ -53,22 +53,8 @@ print("STATE " + json.dumps(state))
 
 def import_handler(folder: str, parameters: dict[str, str] | None = None) -> dict[str, object]:
     """Import functions/<folder>/handler.py in a fresh interpreter with the template's environment for it."""
-    params = {**parameter_defaults(TEMPLATE), **(parameters or {})}
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        **function_environment(TEMPLATE, LOGICAL_BY_FOLDER[folder], params),
-        # Lambda-like, and nothing can reach a network: clients are created at import but make no call.
-        "LAMBDA_TASK_ROOT": str(ROOT / "functions" / folder),
-        "AWS_LAMBDA_FUNCTION_NAME": f"omnireel-{folder}",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
-        "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
-        "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
-        "AWS_EC2_METADATA_DISABLED": "true",
+        **offline_lambda_environment(folder, parameters),  # clients are created at import but make no call
         "PYTHONPATH": os.pathsep.join([str(ROOT / "functions" / folder), str(ROOT / "layers" / "omnireel")]),
     }
     proc = subprocess.run(
