@@ -134,13 +134,15 @@ test-e2e: $(DEV_STAMP) $(AWS_STAMP)
 
 LINT_LOG := .aws-sam/lint.log
 # The waiting lane: test files that spend most of their wall time waiting (the fault phases' Lambda timeouts,
-# heartbeats and retry intervals; Step Functions heartbeats and callback timeouts; real-time audio) run one after
-# another in their own pytest process beside the xdist workers. In a worker each left a CPU idle for most of its
-# length (measured alone: CPU 20-40 % of wall); beside the workers they only add their short bursts of CPU. Not
-# skipped: their output follows pytest's, and either run failing fails `make test`. TEST_WORKERS=1 runs them inline.
-# Coverage is measured in the xdist run only (the lane's in-process tests are the pipeline state machine's).
-WAITING_LANE := tests/reliability tests/integration/pipeline/test_state_machine.py \
-	tests/integration/relay/test_relay_long_utterances.py tests/unit/relay
+# heartbeats and retry intervals; Step Functions heartbeats and callback timeouts; the job deadline's sweeps; emulator
+# restarts; real-time audio) run in their own pytest run beside the xdist workers, two files at a time. In a worker each
+# left a CPU idle for most of its length (measured alone: CPU 20-60 % of wall); beside the workers they only add their
+# bursts of CPU. Not skipped: their output follows pytest's, and either run failing fails `make test`.
+# TEST_WORKERS=1 runs them inline. Coverage is measured in the xdist run only (the lane's in-process tests are the
+# pipeline state machine's).
+WAITING_LANE := tests/reliability tests/integration/pipeline/test_state_machine.py tests/e2e/test_executions.py \
+	tests/e2e/test_supervisor.py tests/integration/relay/test_relay_long_utterances.py \
+	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## the lint gate alongside unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
@@ -153,7 +155,8 @@ test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## t
 	@mkdir -p $(dir $(LINT_LOG)); echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
 	@$(MAKE) --no-print-directory lint >$(LINT_LOG) 2>&1 & gate=$$!; \
 	 if [ -n "$(LANE)" ]; then echo "==> waiting lane in the background (output after the tests: $(WAIT_LOG))"; \
-	   $(DEV_PY) -m pytest -q -p no:cacheprovider $(LANE) >$(WAIT_LOG) 2>&1 & lane=$$!; fi; \
+	   $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder $(LANE) \
+	   >$(WAIT_LOG) 2>&1 & lane=$$!; fi; \
 	 $(PYTEST) tests $(addprefix --ignore=,$(LANE)) --cov --cov-report=term:skip-covered --cov-fail-under=65; \
 	 tests=$$?; waits=0; if [ -n "$(LANE)" ]; then wait $$lane; waits=$$?; echo "==> waiting lane"; cat $(WAIT_LOG); fi; \
 	 wait $$gate; lint=$$?; cat $(LINT_LOG); \

@@ -44,4 +44,4 @@ def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> No
     missing = [path for path in lane if not (ROOT / path).exists()]
     assert not missing, f"Makefile WAITING_LANE names paths that do not exist: {missing}"
     recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
-    assert "$(LANE) >$(WAIT_LOG)" in recipe and "--ignore=,$(LANE)" in recipe
+    assert "$(LANE) \\\n\t   >$(WAIT_LOG)" in recipe and "--ignore=,$(LANE)" in recipe
