@@ -23,26 +23,25 @@ class _EnvSettings(msgspec.Struct, frozen=True, kw_only=True):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {name: env[name.upper()] for name in cls.__struct_fields__ if name.upper() in env}
-        try:
-            return msgspec.convert(values, cls, strict=False)  # lax: "30" is read as 30, "true" as True
-        except msgspec.ValidationError:
-            pass
-        # Only when something is wrong: find every variable that is (msgspec stops at the first).
-        bad = []
-        for field in msgspec.structs.fields(cls):
-            if field.name not in values:
-                bad += [field.name] if field.required else []
-            elif field.type is bool and values[field.name].lower() in _TRUE | _FALSE:
+        fields = msgspec.structs.fields(cls)
+        for field in fields:  # a boolean in any spelling pydantic read; anything else is left to msgspec to refuse
+            if field.type is bool and field.name in values and values[field.name].lower() in _TRUE | _FALSE:
                 values[field.name] = values[field.name].lower() in _TRUE
-            else:
+        try:
+            return msgspec.convert(values, cls, strict=False)  # lax: "30" is read as 30
+        except msgspec.ValidationError as exc:
+            # Name every variable that is wrong (msgspec stops at the first).
+            bad = []
+            for field in fields:
+                if field.name not in values:
+                    bad += [field.name] if field.required else []
+                    continue
                 try:
                     msgspec.convert(values[field.name], field.type, strict=False)
                 except msgspec.ValidationError:
                     bad.append(field.name)
-        if bad:
             names = ", ".join(name.upper() for name in bad)
-            raise RuntimeError(f"invalid or missing environment variables for {cls.__name__}: {names}")
-        return msgspec.convert(values, cls, strict=False)
+            raise RuntimeError(f"invalid or missing environment variables for {cls.__name__}: {names}") from exc
 
 
 class JobStoreSettings(_EnvSettings, frozen=True, kw_only=True):
