@@ -51,10 +51,16 @@ def check_mp4_boxes(read_at: Callable[[int, int], bytes], size: int) -> None:
         raise MalformedModelOutput(f"the video endpoint's output has no {' or '.join(missing)} box")
 
 
-def block_reader(read_at: Callable[[int, int], bytes], block: int = 65536) -> Callable[[int, int], bytes]:
+BLOCK_BYTES = 65536
+
+
+def block_reader(
+    read_at: Callable[[int, int], bytes], block: int = BLOCK_BYTES, first: bytes | None = None
+) -> Callable[[int, int], bytes]:
     """``read_at`` served from ``block``-aligned reads, each made once: the box walk's header reads of a short video
-    (``ftyp``, ``moov``, the ``mdat`` header) then cost one ranged GET instead of one each."""
-    blocks: dict[int, bytes] = {}
+    (``ftyp``, ``moov``, the ``mdat`` header) then cost one ranged GET instead of one each. ``first``: block 0, when
+    the caller has read it already (with the object's size)."""
+    blocks: dict[int, bytes] = {} if first is None else {0: first}
 
     def read(offset: int, length: int) -> bytes:
         out = b""

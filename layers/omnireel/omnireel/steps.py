@@ -26,7 +26,7 @@ from omnireel.errors import (
 )
 from omnireel.image_request import image_request_body
 from omnireel.job import Job, JobStatus
-from omnireel.mp4 import block_reader, check_mp4_boxes
+from omnireel.mp4 import BLOCK_BYTES, block_reader, check_mp4_boxes
 from omnireel.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.observability import logger
 from omnireel.outcome import finish_job
@@ -125,10 +125,13 @@ def finalize_video(
     """Check the async output is a whole MP4 and copy it to jobs/<id>/video.mp4 (idempotent); ``record``: store the
     artifact on the job now (async_result sets it with the terminal transition instead)."""
     output = S3Uri.parse(output_location)
-    size = artifacts.size(output)
-    if size is None:
+    head = artifacts.read_head(output, BLOCK_BYTES)  # the size and the first block in one ranged GET
+    if head is None:
         raise MalformedModelOutput(f"the async output {output} does not exist")
-    check_mp4_boxes(block_reader(lambda offset, length: artifacts.read_range(output, offset, length)), size)
+    first, size = head
+    check_mp4_boxes(
+        block_reader(lambda offset, length: artifacts.read_range(output, offset, length), first=first), size
+    )
     uri = str(artifacts.copy(output, video_key(job.job_id), "video/mp4"))
     if record:
         jobs.set_artifact(job.job_id, "video", uri)

@@ -4,7 +4,12 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
-from omnireel_local.moto_patches import patch_early_callbacks, patch_sns_signing_key, patch_stop_execution
+from omnireel_local.moto_patches import (
+    patch_early_callbacks,
+    patch_program_cache,
+    patch_sns_signing_key,
+    patch_stop_execution,
+)
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
 
@@ -30,6 +35,7 @@ def make_pipeline(monkeypatch):
     # patch 18 (omnireel_local.moto_patches), applied here for this test only.
     patch_early_callbacks(monkeypatch.setattr)
     patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
+    patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
     serialize_metrics(monkeypatch.setattr)  # handlers on moto's threads share Powertools' metric set
 
     def make(**overrides: str) -> Pipeline:

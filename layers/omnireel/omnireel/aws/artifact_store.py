@@ -35,6 +35,24 @@ class ArtifactStore:
         response = self._s3.get_object(Bucket=uri.bucket, Key=uri.key, Range=f"bytes={offset}-{offset + length - 1}")
         return response["Body"].read()
 
+    def read_head(self, uri: S3Uri, length: int) -> tuple[bytes, int] | None:
+        """The first ``length`` bytes of the object and its whole size (from the ranged GET's ``Content-Range``), or
+        None if it does not exist: what a size check plus a first read learn, in one request.
+
+        An empty object has no byte to range over (S3 answers 416 InvalidRange): ``(b"", 0)``. Missing and denied
+        are told apart as in ``size``.
+        """
+        try:
+            response = self._s3.get_object(Bucket=uri.bucket, Key=uri.key, Range=f"bytes=0-{length - 1}")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                return b"", 0
+            self._raise_unless_missing(exc, uri, "GetObject")
+            return None
+        data = response["Body"].read()
+        total = (response.get("ContentRange") or "").rpartition("/")[2]
+        return data, int(total) if total.isdigit() else len(data)
+
     def size(self, uri: S3Uri) -> int | None:
         """Object size in bytes, or None if it does not exist.
 
@@ -45,16 +63,22 @@ class ArtifactStore:
         try:
             return self._s3.head_object(Bucket=uri.bucket, Key=uri.key)["ContentLength"]
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if error.get("Code") in _MISSING:
-                return None
-            if error.get("Code") in _DENIED or status == 403:
-                raise ArtifactAccessDenied(
-                    f"{uri}: S3 denied HeadObject (403), so it cannot tell whether the object exists; the function's "
-                    f"role needs s3:GetObject on the object and s3:ListBucket on bucket {uri.bucket} for this prefix"
-                ) from exc
-            raise
+            self._raise_unless_missing(exc, uri, "HeadObject")
+            return None
+
+    @staticmethod
+    def _raise_unless_missing(exc: ClientError, uri: S3Uri, operation: str) -> None:
+        """Return if ``exc`` says the object does not exist; raise ``ArtifactAccessDenied`` for a 403, else ``exc``."""
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if error.get("Code") in _MISSING:
+            return
+        if error.get("Code") in _DENIED or status == 403:
+            raise ArtifactAccessDenied(
+                f"{uri}: S3 denied {operation} (403), so it cannot tell whether the object exists; the function's "
+                f"role needs s3:GetObject on the object and s3:ListBucket on bucket {uri.bucket} for this prefix"
+            ) from exc
+        raise exc
 
     def content_type(self, uri: S3Uri) -> str:
         return self._s3.head_object(Bucket=uri.bucket, Key=uri.key)["ContentType"]

@@ -1,0 +1,85 @@
+"""moto patch 22: a state machine's definition is parsed once, not once per execution; executions sharing the parsed
+program keep their own state (their Retry counters live in their own environment)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+from omnireel_local.moto_patches import fix_heap_keys, patch_program_cache
+
+REGION = "us-east-1"
+ROLE = "arn:aws:iam::123456789012:role/sfn"
+# A Parallel state whose only branch fails, retried twice: every execution makes exactly three attempts.
+DEFINITION = json.dumps({
+    "StartAt": "Try",
+    "States": {
+        "Try": {
+            "Type": "Parallel",
+            "Branches": [{"StartAt": "Boom", "States": {"Boom": {"Type": "Fail", "Error": "Boom", "Cause": "x"}}}],
+            "Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2, "IntervalSeconds": 1, "BackoffRate": 1.0}],
+            "End": True,
+        }
+    },
+})  # fmt: skip
+
+
+def heap_key_slots(program: Any) -> list[str | None]:
+    """The private lazily-set heap key of every evaluation component in the tree."""
+    found: list[str | None] = []
+    seen: set[int] = set()
+    pending = [program]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple)):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            pending.extend(node.values())
+        elif hasattr(node, "__dict__") and type(node).__module__.startswith("moto.stepfunctions.parser.asl"):
+            if isinstance(node, EvalComponent):
+                found.append(vars(node).get("_EvalComponent__heap_key"))
+            pending.extend(vars(node).values())
+    return found
+
+
+def test_every_component_has_its_heap_key_before_the_program_is_shared() -> None:
+    program, _ = AmazonStateLanguageParser.parse(DEFINITION)
+    assert None in heap_key_slots(program)  # moto creates them lazily, at an execution's first Retry
+    assert fix_heap_keys(program) > 5
+    keys = heap_key_slots(program)
+    assert None not in keys and len(set(keys)) == len(keys)
+
+
+def test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    parses: list[str] = []
+    real_parse = AmazonStateLanguageParser.parse
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(lambda d: parses.append(d) or real_parse(d)))
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        patch_program_cache(monkeypatch.setattr)
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        arn = sfn.create_state_machine(name="retry", definition=DEFINITION, roleArn=ROLE)["stateMachineArn"]
+        parses.clear()  # CreateStateMachine validates the definition with its own parse
+        executions = [sfn.start_execution(stateMachineArn=arn, name=f"run-{i}")["executionArn"] for i in range(4)]
+        deadline = time.monotonic() + 30
+        statuses: dict[str, str] = {}
+        while time.monotonic() < deadline and len(statuses) < len(executions):
+            for execution in executions:
+                status = sfn.describe_execution(executionArn=execution)["status"]
+                if status != "RUNNING":
+                    statuses[execution] = status
+            time.sleep(0.1)
+        assert sorted(statuses.values()) == ["FAILED"] * 4
+        for execution in executions:
+            events = sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
+            assert sum(e["type"] == "ParallelStateStarted" for e in events) == 3, execution
+    assert len(parses) == 1, f"{len(parses)} parses for 4 executions of one definition"
