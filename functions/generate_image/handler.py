@@ -50,6 +50,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             artifacts=artifacts,
             model_id=settings.video_model_id,
             record_artifacts=image.artifacts,
+            request=image.request,
         )
     with stage_duration("invoke_video"):
         invoke_video(

@@ -7,7 +7,9 @@ cold starts do not pay for it.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 
 from msgspec.structs import replace
 
@@ -17,10 +19,11 @@ from omnireel.errors import JobConflict
 from omnireel.job import JobStatus
 from omnireel.observability import logger
 from omnireel.records import to_dict
-from omnireel.reference_image import prepare_video_reference
+from omnireel.reference_image import VideoReference, prepare_video_reference
+from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, video_request_key
 from omnireel.steps import require_request
-from omnireel.video_request import build_video_request
+from omnireel.video_request import VideoRequestBody, build_video_request
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,17 @@ class StagedRequest:
     artifacts: dict[str, str] | None = None
 
 
+@cache
+def _preparer() -> ThreadPoolExecutor:
+    """One thread per execution environment that builds the request while the staging transition is written."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage")
+
+
+def _build(png: bytes, request: JobRequest, model_id: str | None) -> tuple[VideoReference, VideoRequestBody]:
+    reference = prepare_video_reference(png, request.video.width, request.video.height)
+    return reference, build_video_request(request, reference, model_id=model_id)
+
+
 def stage_video_request(
     job_id: str,
     *,
@@ -39,6 +53,7 @@ def stage_video_request(
     artifacts: ArtifactStore,
     model_id: str | None,
     record_artifacts: dict[str, str] | None = None,
+    request: JobRequest | None = None,
 ) -> StagedRequest:
     """Build the /v1/videos/sync request from the still and stage it in S3 for InvokeEndpointAsync.
 
@@ -46,8 +61,14 @@ def stage_video_request(
     the 1.6-2.7 MB PNG and no extra Lambda hop. Only a retry (``png`` None) reads the stored image back; a retry that
     finds the job rendering already (it crashed after storing the task token) keeps the staged request.
     ``record_artifacts`` (the job's artifacts with the image just stored) is written with the staging transition.
+    ``request``: the job's request as GenerateImage read it; with ``png`` the JPEG reference and the multipart body
+    are built on a second thread while the staging transition is written (libvips releases the GIL), and used only
+    if the transition succeeds.
     """
     fields = {"artifacts": record_artifacts} if record_artifacts else {}
+    building: Future[tuple[VideoReference, VideoRequestBody]] | None = None
+    if png is not None and request is not None:
+        building = _preparer().submit(_build, png, request, model_id)
     try:
         job = jobs.transition(job_id, JobStatus.STAGING_VIDEO, **fields)
     except JobConflict:
@@ -55,13 +76,15 @@ def stage_video_request(
         if job.status is not JobStatus.RENDERING_VIDEO or not job.artifacts.video_request:
             raise
         return StagedRequest(job.artifacts.video_request, None)
-    request = require_request(job)
-    if png is None:
-        if not job.artifacts.image:
-            raise JobConflict(f"job {job_id} has no image to build the video request from")
-        png = artifacts.read(S3Uri.parse(job.artifacts.image))
-    reference = prepare_video_reference(png, request.video.width, request.video.height)
-    staged = build_video_request(request, reference, model_id=model_id)
+    if building is not None:
+        reference, staged = building.result()
+    else:
+        request = require_request(job)
+        if png is None:
+            if not job.artifacts.image:
+                raise JobConflict(f"job {job_id} has no image to build the video request from")
+            png = artifacts.read(S3Uri.parse(job.artifacts.image))
+        reference, staged = _build(png, request, model_id)
     uri = str(artifacts.put(video_request_key(job_id), staged.body, staged.content_type))
     logger.info(
         "video request staged",

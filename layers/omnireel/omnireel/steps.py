@@ -7,7 +7,9 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
@@ -56,6 +58,7 @@ class GeneratedImage:
     png: bytes | None  # the bytes just generated; None when a retry found the image already stored
     # The job's artifacts with the image: written with the staging transition (one write instead of two).
     artifacts: dict[str, str] | None = None
+    request: JobRequest | None = None  # the job's request as read here: staging builds the video request from it
 
 
 def generate_image(
@@ -73,10 +76,11 @@ def generate_image(
     if job.artifacts.image and artifacts.size(S3Uri.parse(job.artifacts.image)):
         logger.info("image already generated", extra={"job_id": job_id})
         return GeneratedImage(job.artifacts.image, None)
-    png = endpoint.generate(image_request_body(require_request(job), model_id))
+    request = require_request(job)
+    png = endpoint.generate(image_request_body(request, model_id))
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
     # Recorded by the staging transition that follows at once (a crash in between regenerates the image on retry).
-    return GeneratedImage(uri, png, to_dict(replace(job.artifacts, image=uri), omit_none=True))
+    return GeneratedImage(uri, png, to_dict(replace(job.artifacts, image=uri), omit_none=True), request)
 
 
 def invoke_video(
@@ -119,13 +123,31 @@ def invoke_video(
     callbacks.heartbeat(task_token)
 
 
+@cache
+def _reader() -> ThreadPoolExecutor:
+    """One thread per execution environment: async_result reads the output's first block while it reads the job."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-head")
+
+
+def _read_head(artifacts: ArtifactStore, output_location: str) -> tuple[bytes, int] | None:
+    return artifacts.read_head(S3Uri.parse(output_location), BLOCK_BYTES)
+
+
 def finalize_video(
-    job: Job, output_location: str, *, jobs: JobStore, artifacts: ArtifactStore, record: bool = True
+    job: Job,
+    output_location: str,
+    *,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    record: bool = True,
+    head_read: Future[tuple[bytes, int] | None] | None = None,
 ) -> str:
     """Check the async output is a whole MP4 and copy it to jobs/<id>/video.mp4 (idempotent); ``record``: store the
-    artifact on the job now (async_result sets it with the terminal transition instead)."""
+    artifact on the job now (async_result sets it with the terminal transition instead). ``head_read``: the output's
+    first block, already being read (async_result starts it before it reads the job)."""
     output = S3Uri.parse(output_location)
-    head = artifacts.read_head(output, BLOCK_BYTES)  # the size and the first block in one ranged GET
+    # The size and the first block in one ranged GET.
+    head = head_read.result() if head_read is not None else artifacts.read_head(output, BLOCK_BYTES)
     if head is None:
         raise MalformedModelOutput(f"the async output {output} does not exist")
     first, size = head
@@ -167,6 +189,9 @@ def complete_video(
     idempotent, ``finish_job`` publishes once, and a second answer to a resolved task is ignored. A delivery retried
     after a crash between the event and the answer finds the job succeeded and answers the task.
     """
+    head_read = None
+    if notification.succeeded and notification.output_location:  # read while the job is read: one hop, not two
+        head_read = _reader().submit(_read_head, artifacts, notification.output_location)
     job, token = jobs.find_with_token(notification.inference_id)
     if job is None:
         logger.warning("notification for an unknown job", extra={"inference_id": notification.inference_id})
@@ -179,8 +204,11 @@ def complete_video(
         uri = job.artifacts.video
         if job.status is JobStatus.RENDERING_VIDEO or not uri:
             location = notification.output_location or (job.async_invocation and job.async_invocation.output_location)
+            prefetched = head_read if location == notification.output_location else None
             try:
-                uri = finalize_video(job, location or "", jobs=jobs, artifacts=artifacts, record=False)
+                uri = finalize_video(
+                    job, location or "", jobs=jobs, artifacts=artifacts, record=False, head_read=prefetched
+                )
             except (MalformedModelOutput, ValueError) as exc:
                 error = exc if isinstance(exc, OmnireelError) else MalformedModelOutput(str(exc))
                 callbacks.fail(token, error.code, error.code, error.message)

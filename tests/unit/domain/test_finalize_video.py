@@ -6,9 +6,11 @@ object's size, then copied: no HeadObject first (each request is ~5 ms locally a
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from omnireel.errors import MalformedModelOutput
 from omnireel.job import Job, JobStatus
@@ -83,3 +85,68 @@ def test_missing_empty_or_cut_off_output_is_refused_before_any_copy(objects: dic
     with pytest.raises(MalformedModelOutput, match=message):
         finalize_video(job(), "s3://artifacts/async/out.mp4", jobs=None, artifacts=artifacts, record=False)  # type: ignore[arg-type]
     assert not [c for c in artifacts.calls if c[0] == "copy"]
+
+
+# async_result: the output's first block is read while the job is read (one round trip on the path, not two).
+class WaitingJobs:
+    """find_with_token waits until the output's first block is being read, then answers a job waiting on video."""
+
+    def __init__(self, read_started: threading.Event):
+        self.read_started = read_started
+        self.read_was_under_way: bool | None = None
+        self.fields: dict[str, Any] = {}
+
+    def find_with_token(self, job_id: str) -> tuple[Job, str]:
+        self.read_was_under_way = self.read_started.wait(5)
+        return replace(job(), image_ready_published_at="2026-12-02T00:00:01.000Z"), "token-1"
+
+    def transition(self, job_id: str, target: JobStatus, **fields: Any) -> Job:
+        self.fields = fields
+        return replace(job(), status=target, image_ready_published_at="2026-12-02T00:00:01.000Z")
+
+    def claim_publication(self, job_id: str) -> bool:
+        return True
+
+
+class SignalingArtifacts(RecordingArtifacts):
+    def __init__(self, objects: dict[str, bytes], read_started: threading.Event):
+        super().__init__(objects)
+        self.read_started = read_started
+
+    def read_head(self, uri: S3Uri, length: int) -> tuple[bytes, int] | None:
+        self.read_started.set()
+        return super().read_head(uri, length)
+
+    def presign(self, uri: S3Uri, seconds: int) -> tuple[str, str]:
+        return f"https://example.invalid/{uri.key}", "2026-12-03T00:00:00.000Z"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def publish(self, event: Any) -> None:
+        self.calls.append(("publish", event.event_type))
+
+    def succeed(self, token: str, output: dict[str, Any]) -> bool:
+        self.calls.append(("succeed", token))
+        return True
+
+
+def test_async_result_reads_the_output_while_it_reads_the_job() -> None:
+    from omnireel.notification import parse_notification
+    from omnireel.steps import complete_video
+
+    read_started = threading.Event()
+    jobs, recorder = WaitingJobs(read_started), Recorder()
+    artifacts = SignalingArtifacts({"async/out.mp4": mp4(20000)}, read_started)
+    notification = parse_notification({
+        "invocationStatus": "Completed", "inferenceId": "j-1",
+        "responseParameters": {"contentType": "video/mp4", "outputLocation": "s3://artifacts/async/out.mp4"},
+    })  # fmt: skip
+    outcome = complete_video(notification, jobs=jobs, artifacts=artifacts, callbacks=recorder, publisher=recorder,
+                             presign_seconds=60)  # type: ignore[arg-type]  # fmt: skip
+    assert outcome == "succeeded" and jobs.read_was_under_way is True
+    assert artifacts.calls == [("read_head", 65536), ("copy", "jobs/j-1/video.mp4")]
+    assert jobs.fields["artifacts"]["video"] == "s3://artifacts/jobs/j-1/video.mp4"
+    assert recorder.calls == [("publish", "job.succeeded"), ("succeed", "token-1")]
