@@ -7,9 +7,9 @@ cold starts do not pay for it.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
@@ -25,6 +25,9 @@ from omnireel.s3uri import S3Uri, video_request_key
 from omnireel.steps import require_request
 from omnireel.video_request import VideoRequestBody, build_video_request
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
 
 @dataclass(frozen=True)
 class StagedRequest:
@@ -37,6 +40,8 @@ class StagedRequest:
 @cache
 def _preparer() -> ThreadPoolExecutor:
     """One thread per execution environment that builds the request while the staging transition is written."""
+    from concurrent.futures import ThreadPoolExecutor  # on first use, not in the cold start
+
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage")
 
 

@@ -7,7 +7,6 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -38,6 +37,8 @@ from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, image_key, video_key
 
 if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and its dependencies)
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
@@ -126,6 +127,8 @@ def invoke_video(
 @cache
 def _reader() -> ThreadPoolExecutor:
     """One thread per execution environment: async_result reads the output's first block while it reads the job."""
+    from concurrent.futures import ThreadPoolExecutor  # on first use: only async_result's success path needs it
+
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-head")
 
 
