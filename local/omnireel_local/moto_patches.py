@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
@@ -719,6 +720,7 @@ def fast_dynamodb_response(operation_model: Any, result: Any) -> tuple[int, dict
 
 def patch_dynamodb_responses(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
     """Patch 23 (see ``apply``): DynamoDB item operations' results are written to JSON directly."""
+    from moto import settings as moto_settings
     from moto.core.utils import get_service_model
     from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
@@ -727,8 +729,6 @@ def patch_dynamodb_responses(set_attribute: Callable[[Any, str, Any], None] = se
         return
 
     def serialized(self: Any, action_result: Any) -> Any:
-        from moto import settings as moto_settings
-
         if isinstance(action_result, DynamoResult) and not moto_settings.PRETTIFY_RESPONSES:
             operation = get_service_model(self.boto3_service_name).operation_model(self._get_action())
             fast = fast_dynamodb_response(operation, action_result.result)
@@ -757,17 +757,10 @@ def patch_update_expression_cache(set_attribute: Callable[[Any, str, Any], None]
     original = UpdateExpressionParser.make
     if getattr(original, "omnireel_cached", False):
         return
-    parse = original.__func__
-    trees: dict[str, Any] = {}
+    parsed = lru_cache(maxsize=_EXPRESSION_CACHE_MAX)(original.__func__)
 
     def make(cls: Any, expression_str: str) -> Any:
-        tree = trees.get(expression_str)
-        if tree is None:
-            tree = parse(cls, expression_str)
-            if len(trees) >= _EXPRESSION_CACHE_MAX:
-                trees.clear()
-            trees[expression_str] = tree
-        return tree
+        return parsed(cls, expression_str)
 
     make.omnireel_cached = True  # type: ignore[attr-defined]
     set_attribute(UpdateExpressionParser, "make", classmethod(make))
@@ -786,25 +779,23 @@ def patch_program_cache(set_attribute: Callable[[Any, str, Any], None] = setattr
     """
     import threading
 
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
     original = ExecutionWorker._get_evaluation_entrypoint
     if getattr(original, "omnireel_cached", False):
         return
-    cache: dict[str, Any] = {}
-    lock = threading.Lock()
+    lock = threading.Lock()  # executions started together wait for the one parse instead of each parsing
+
+    @lru_cache(maxsize=_PROGRAM_CACHE_MAX)
+    def program(definition: str) -> Any:  # what the original does per execution, plus the heap keys
+        parsed = AmazonStateLanguageParser.parse(definition)[0]
+        fix_heap_keys(parsed)
+        return parsed
 
     def _get_evaluation_entrypoint(self: Any) -> Any:
-        definition = self._evaluation_details.state_machine_details.definition
         with lock:
-            program = cache.get(definition)
-            if program is None:
-                program = original(self)
-                fix_heap_keys(program)
-                if len(cache) >= _PROGRAM_CACHE_MAX:
-                    cache.clear()
-                cache[definition] = program
-        return program
+            return program(self._evaluation_details.state_machine_details.definition)
 
     _get_evaluation_entrypoint.omnireel_cached = True  # type: ignore[attr-defined]
     set_attribute(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
@@ -1249,21 +1240,14 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
     # 12. Step Functions calls Lambda (and any other service) with the hard-coded key "ak"/"sk". AWS calls it as the
     #     state machine's role: the role's LambdaInvokePolicy is what authorises the task. One client per (service,
     #     region, role session), not one per task (a boto3 client costs ~5 ms of CPU): a renewed session gets new ones.
-    clients: dict[tuple[str, str, str], Any] = {}
-
     def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         role_arn = getattr(state_credentials, "role_arn", None)
         if not role_arn:
             raise PermissionError("a Step Functions task has no role to call AWS with")
-        credentials = service_credentials.get(role_arn, "states.amazonaws.com", "omnireel-local-states")
-        key = (service, region, credentials.access_key_id)
-        client = clients.get(key)
-        if client is None:
-            if len(clients) >= 64:
-                clients.clear()
-            client = clients[key] = new_client(region, service, credentials)
-        return client
+        return new_client(region, service, service_credentials.get(role_arn, "states.amazonaws.com",
+                                                                   "omnireel-local-states"))  # fmt: skip
 
+    @lru_cache(maxsize=64)
     def new_client(region: str, service: str, credentials: Any) -> Any:
         import boto3
         from botocore.config import Config

@@ -8,7 +8,6 @@ cold starts do not pay for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
@@ -22,11 +21,11 @@ from omnireel.records import to_dict
 from omnireel.reference_image import VideoReference, prepare_video_reference
 from omnireel.request import JobRequest
 from omnireel.s3uri import S3Uri, video_request_key
-from omnireel.steps import require_request
+from omnireel.steps import require_request, side_thread
 from omnireel.video_request import VideoRequestBody, build_video_request
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import Future
 
 
 @dataclass(frozen=True)
@@ -35,14 +34,6 @@ class StagedRequest:
     content_type: str | None  # multipart/form-data; boundary=...; None when a retry found it staged and queued
     # The job's artifacts with the request: written with the next transition (rendering_video), not on their own.
     artifacts: dict[str, str] | None = None
-
-
-@cache
-def _preparer() -> ThreadPoolExecutor:
-    """One thread per execution environment that builds the request while the staging transition is written."""
-    from concurrent.futures import ThreadPoolExecutor  # on first use, not in the cold start
-
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage")
 
 
 def _build(png: bytes, request: JobRequest, model_id: str | None) -> tuple[VideoReference, VideoRequestBody]:
@@ -73,7 +64,7 @@ def stage_video_request(
     fields = {"artifacts": record_artifacts} if record_artifacts else {}
     building: Future[tuple[VideoReference, VideoRequestBody]] | None = None
     if png is not None and request is not None:
-        building = _preparer().submit(_build, png, request, model_id)
+        building = side_thread().submit(_build, png, request, model_id)
     try:
         job = jobs.transition(job_id, JobStatus.STAGING_VIDEO, **fields)
     except JobConflict:

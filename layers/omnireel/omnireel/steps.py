@@ -125,11 +125,13 @@ def invoke_video(
 
 
 @cache
-def _reader() -> ThreadPoolExecutor:
-    """One thread per execution environment: async_result reads the output's first block while it reads the job."""
-    from concurrent.futures import ThreadPoolExecutor  # on first use: only async_result's success path needs it
+def side_thread() -> ThreadPoolExecutor:
+    """One extra thread per execution environment, created on first use: a step runs a read or a build on it while it
+    waits on another request (async_result reads the output's first block while it reads the job; GenerateImage
+    builds the video request while the staging transition is written)."""
+    from concurrent.futures import ThreadPoolExecutor  # on first use, not in the cold start
 
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-head")
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
 
 
 def _read_head(artifacts: ArtifactStore, output_location: str) -> tuple[bytes, int] | None:
@@ -194,7 +196,7 @@ def complete_video(
     """
     head_read = None
     if notification.succeeded and notification.output_location:  # read while the job is read: one hop, not two
-        head_read = _reader().submit(_read_head, artifacts, notification.output_location)
+        head_read = side_thread().submit(_read_head, artifacts, notification.output_location)
     job, token = jobs.find_with_token(notification.inference_id)
     if job is None:
         logger.warning("notification for an unknown job", extra={"inference_id": notification.inference_id})
