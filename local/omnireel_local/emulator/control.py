@@ -5,7 +5,8 @@
   ``faults`` merge per route and key (``{"faults": {"images": null}}`` clears a route).
   Returns the new config; 400 if invalid.
 - ``GET /_emulator/stats``: per-route-kind counters (requests and outcomes), per-path response status counts, and
-  ``service_times``: ``[path, status, started, finished]`` (epoch seconds) of the last 2,000 POSTs.
+  ``service_times``: ``[path, status, started, finished, body_sha256]`` (epoch seconds; the hex SHA-256 of the request
+  body as received, before any JSON-to-multipart conversion) of the last 2,000 POSTs.
 - ``DELETE /_emulator/stats``: reset the counters.
 """
 

@@ -40,9 +40,10 @@ class FaultInjector:
         self.reseed(config.seed)
         self.route_counts: dict[str, Counter[str]] = {kind: Counter() for kind in ROUTE_KINDS}
         self.path_counts: dict[str, Counter[str]] = {}
-        # (path, status, started, finished) of the last POSTs, epoch seconds: the container's own service time per
-        # request, so a benchmark can take model time out of an end-to-end time (bench/orchestration_overhead.py).
-        self.service_times: deque[tuple[str, int, float, float]] = deque(maxlen=2000)
+        # (path, status, started, finished, body sha256) of the last POSTs, epoch seconds: the container's own service
+        # time per request, so a benchmark can take each job's model time out of its end-to-end time
+        # (bench/orchestration_overhead.py tells the variants' requests apart by the digest of what each sent).
+        self.service_times: deque[tuple[str, int, float, float, str]] = deque(maxlen=2000)
 
     def reseed(self, seed: int | None) -> None:
         with self._lock:
@@ -92,9 +93,9 @@ class FaultInjector:
                 "service_times": [list(entry) for entry in self.service_times],
             }
 
-    def record_service_time(self, path: str, status: int, started: float, finished: float) -> None:
+    def record_service_time(self, path: str, status: int, started: float, finished: float, body_sha256: str) -> None:
         with self._lock:
-            self.service_times.append((path, status, started, finished))
+            self.service_times.append((path, status, started, finished, body_sha256))
 
     def reset_stats(self) -> None:
         with self._lock:

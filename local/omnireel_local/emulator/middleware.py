@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -155,7 +156,8 @@ class SageMakerRouteMiddleware:
 
 class EmulatorHeaderMiddleware:
     """Adds ``X-Omnireel-Emulator`` to every HTTP response, counts responses per path and status, and records each
-    POST's service time (request received -> last response byte sent; ``GET /_emulator/stats``)."""
+    POST's service time (request received -> last response byte sent; ``GET /_emulator/stats``) with the SHA-256 of
+    the body as received, so a client that knows what it sent can tell its request from others served at once."""
 
     def __init__(self, app: ASGIApp, injector: FaultInjector) -> None:
         self.app = app
@@ -168,6 +170,13 @@ class EmulatorHeaderMiddleware:
         method = scope.get("method", "GET")
         started = time.time()
         status = 0
+        body_digest = hashlib.sha256()
+
+        async def receive_hashing() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body_digest.update(message.get("body", b""))
+            return message
 
         async def send_with_header(message: Message) -> None:
             nonlocal status
@@ -181,6 +190,6 @@ class EmulatorHeaderMiddleware:
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body") and method == "POST":
                 path = scope.get(ROUTED_PATH_KEY) or scope["path"]
-                self.injector.record_service_time(path, status, started, time.time())
+                self.injector.record_service_time(path, status, started, time.time(), body_digest.hexdigest())
 
-        await self.app(scope, receive, send_with_header)
+        await self.app(scope, receive_hashing if method == "POST" else receive, send_with_header)

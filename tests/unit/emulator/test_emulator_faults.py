@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import time
@@ -157,17 +158,40 @@ def test_stats_count_routed_invocations(client):
     assert client.get("/_emulator/stats").json()["paths"]["POST /v1/images/generations"] == {"200": 1}
 
 
+IMAGE_ROUTE, VIDEO_ROUTE = "route=/v1/images/generations", "route=/v1/videos/sync"
+
+
 def test_stats_record_each_post_service_time_including_the_model_latency(client):
     """bench/orchestration_overhead.py takes each pair's model time from these (request received -> last byte)."""
     client.put("/_emulator/config", json={"faults": {"images": {"latency_s": 0.2}}})
     before = time.time()
+    body = json.dumps(IMG).encode()
     client.post(
-        "/invocations", json=IMG, headers={"X-Amzn-SageMaker-Custom-Attributes": "route=/v1/images/generations"}
+        "/invocations",
+        content=body,
+        headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": IMAGE_ROUTE},
     )
-    [[path, status, started, finished]] = client.get("/_emulator/stats").json()["service_times"]
+    [[path, status, started, finished, digest]] = client.get("/_emulator/stats").json()["service_times"]
     assert (path, status) == ("/v1/images/generations", 200)
     assert before <= started and finished - started >= 0.2 and finished <= time.time()
+    assert digest == hashlib.sha256(body).hexdigest()
     assert client.delete("/_emulator/stats").json()["service_times"] == []
+
+
+def test_service_times_tell_requests_apart_by_the_body_as_sent_before_json_becomes_multipart(client):
+    """Two video requests differing by one byte get different digests; a JSON body converted to multipart by the
+    route middleware (fresh boundary per request) is digested as the client sent it, so the client can recompute it."""
+    first = json.dumps({"prompt": "a cat", "num_frames": 5, "width": 64, "height": 64}).encode()
+    second = first.replace(b"a cat", b"a bat")
+    for body in (first, second):
+        response = client.post(
+            "/invocations",
+            content=body,
+            headers={"Content-Type": "application/json", "X-Amzn-SageMaker-Custom-Attributes": VIDEO_ROUTE},
+        )
+        assert response.status_code == 200, response.text
+    served = client.get("/_emulator/stats").json()["service_times"]
+    assert [entry[4] for entry in served] == [hashlib.sha256(first).hexdigest(), hashlib.sha256(second).hexdigest()]
 
 
 def test_config_from_env():
