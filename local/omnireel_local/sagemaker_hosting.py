@@ -23,8 +23,10 @@ endpoint ``Failed`` with a FailureReason that says why, as SageMaker does for an
 Everything else goes through the local AWS APIs (boto3), exactly as
 the real service's own S3 reads/writes and SNS publishes would: reading ``InputLocation``, writing outputs and failures
 and publishing notifications happen with a session of the model's ``ExecutionRoleArn`` (so that role's policy is what
-authorises them, as on AWS); reading endpoint configurations is the service's own control plane (the stack's admin
-identity).
+authorises them, as on AWS). Which model and role serve an endpoint is read from the control plane's own state, in
+process (moto's SageMaker backend), on every invocation, as the service's data plane knows its configuration: no
+API round trips on the request path, and an updated or deleted endpoint takes effect on the next call (it used to be
+three Describe* calls through the local API, cached for 10 s: each invocation after an idle spell paid ~15 ms).
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from typing import Any
 import boto3
 import httpx
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
 from . import fault_injection
 from .identities import Credentials
@@ -89,7 +90,6 @@ class _Endpoint:
     variant: str
     instances: int
     async_config: dict[str, Any] | None
-    fetched: float
     role_arn: str = ""
 
 
@@ -125,11 +125,10 @@ class SageMakerHosting:
         moto_endpoint: str,
         region: str,
         account_id: str,
-        credentials: Credentials,
         role_credentials: Callable[[str], Credentials],
         start_container: Callable[[str, dict[str, str]], str] | None = None,
     ):
-        """``credentials``: the control plane's identity; ``role_credentials(role_arn)``: a session of a model role;
+        """``role_credentials(role_arn)``: a session of a model role;
         ``start_container(model_name, environment)``: start an emulator for a model created outside the template and
         return its URL once it answers /ping (None: such endpoints fail)."""
         self.region = region
@@ -138,11 +137,7 @@ class SageMakerHosting:
         self._config = Config(retries={"mode": "standard", "max_attempts": 3}, read_timeout=120)
         self._role_credentials = role_credentials
         self._role_clients: dict[tuple[str, str], Any] = {}
-        self._sagemaker = boto3.client(
-            "sagemaker", region_name=region, endpoint_url=moto_endpoint, config=self._config, **credentials.boto()
-        )
         self._containers: dict[str, str] = {}
-        self._endpoints: dict[str, _Endpoint] = {}
         self._queues: dict[str, queue.Queue[_AsyncRequest | None]] = {}
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -217,25 +212,28 @@ class SageMakerHosting:
         set_status("InService")
         log.info("endpoint %s: InService (model %s created outside the template, emulator %s)", name, model_name, url)
 
-    def _endpoint(self, name: str) -> _Endpoint:
-        cached = self._endpoints.get(name)
-        if cached and time.monotonic() - cached.fetched < 10:
-            return cached
-        endpoint = self._sagemaker.describe_endpoint(EndpointName=name)
-        config = self._sagemaker.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
-        variant = config["ProductionVariants"][0]
-        model = self._sagemaker.describe_model(ModelName=variant["ModelName"])
-        resolved = _Endpoint(
+    def _endpoint(self, name: str) -> _Endpoint | None:
+        """Endpoint -> endpoint config -> first production variant's model and its execution role, as they stand now
+        (None: no such endpoint, or its config or model is gone)."""
+        from moto.sagemaker.models import sagemaker_backends
+
+        backend = sagemaker_backends[self.account_id][self.region]
+        endpoint = backend.endpoints.get(name)
+        config = endpoint and backend.endpoint_configs.get(endpoint.endpoint_config_name)
+        if not config or not config.production_variants:
+            return None
+        variant = config.production_variants[0]
+        model = backend._models.get(variant["ModelName"])
+        if model is None:
+            return None
+        return _Endpoint(
             name=name,
             model_name=variant["ModelName"],
             variant=variant.get("VariantName", "AllTraffic"),
             instances=int(variant.get("InitialInstanceCount") or 1),
-            async_config=config.get("AsyncInferenceConfig"),
-            fetched=time.monotonic(),
-            role_arn=model.get("ExecutionRoleArn", ""),
+            async_config=config.async_inference_config or None,
+            role_arn=model.execution_role_arn or "",
         )
-        self._endpoints[name] = resolved
-        return resolved
 
     def _as_role(self, endpoint: _Endpoint, service: str) -> Any:
         """A client acting as SageMaker with the model's execution role (a fresh session before the old one expires)."""
@@ -266,10 +264,10 @@ class SageMakerHosting:
         )
 
     def _resolve(self, name: str) -> _Endpoint | tuple[int, dict[str, str], str]:
-        try:
-            return self._endpoint(name)
-        except ClientError:
+        endpoint = self._endpoint(name)
+        if endpoint is None:
             return _json_error(400, "ValidationError", f"Endpoint {name} of account {self.account_id} not found.")
+        return endpoint
 
     # ---------------------------------------------------------------- InvokeEndpoint
     def invoke(self, name: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes | str]:

@@ -154,7 +154,6 @@ class Stack:
             self.moto_endpoint,
             self.region,
             self.account_id,
-            self.admin,
             lambda role: roles.get(role, "sagemaker.amazonaws.com", "omnireel-local-sagemaker"),
             start_container=self._start_container_on_demand,
         )

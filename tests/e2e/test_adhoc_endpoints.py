@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import WaiterError
+from botocore.exceptions import ClientError, WaiterError
 
 from omnireel_local import home as homedir
 
@@ -108,6 +108,19 @@ def test_a_dlc_model_created_outside_the_template_is_creating_then_served(
     assert png_size(path) == (64, 64)
     # The emulator is the stack's child: listed in the state, stopped by `local down` (the session fixture checks).
     assert name in stack.state().get("emulators", {})
+
+    # Deleted means deleted on the next call, as on AWS: the shim reads the endpoint's configuration as it stands (it
+    # used to cache three Describe* answers for 10 s, so this invocation was still served).
+    sm.delete_endpoint(EndpointName=name)
+    with pytest.raises(ClientError) as refused:
+        runtime.invoke_endpoint(
+            EndpointName=name,
+            Body=json.dumps(body).encode(),
+            ContentType="application/json",
+            CustomAttributes="route=/v1/images/generations",
+        )
+    assert refused.value.response["Error"]["Code"] == "ValidationError"
+    assert f"Endpoint {name} of account" in refused.value.response["Error"]["Message"]
 
 
 def test_a_model_with_another_image_fails_with_a_reason_instead_of_in_service(

@@ -32,7 +32,7 @@ class Statuses:
 
 def _hosting(start: Any = None) -> SageMakerHosting:
     credentials = Credentials("AKIDLOCALTEST", "secret")
-    return SageMakerHosting("http://127.0.0.1:9", "us-east-1", "123456789012", credentials, lambda role: credentials,
+    return SageMakerHosting("http://127.0.0.1:9", "us-east-1", "123456789012", lambda role: credentials,
                             start_container=start)  # fmt: skip
 
 
