@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -38,8 +39,15 @@ def as_list(value: Any) -> list[Any]:
 
 def wildcard(pattern: str, value: str, *, ignore_case: bool = False) -> bool:
     """IAM's wildcard match: ``*`` any run of characters, ``?`` one character, everything else literal."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in str(pattern))
-    return re.fullmatch(regex, str(value), re.IGNORECASE | re.DOTALL if ignore_case else re.DOTALL) is not None
+    return _wildcard_regex(str(pattern), ignore_case).fullmatch(str(value)) is not None
+
+
+@lru_cache(maxsize=4096)
+def _wildcard_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    """One compiled expression per policy pattern (speed only: every request of the local AWS checks its caller's
+    policies, a few hundred pattern matches, and building each expression a character at a time was most of that)."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(regex, (re.IGNORECASE | re.DOTALL) if ignore_case else re.DOTALL)
 
 
 # ---------------------------------------------------------------- conditions

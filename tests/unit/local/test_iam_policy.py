@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omnireel_local.iam_policy import ALLOW, DENY, NEUTRAL, Principal, evaluate, resource_arn
+from omnireel_local.iam_policy import ALLOW, DENY, NEUTRAL, Principal, _wildcard_regex, evaluate, resource_arn, wildcard
 
 ROLE = Principal("arn:aws:sts::123456789012:assumed-role/fn-role/fn", "123456789012")
 BUCKET = "arn:aws:s3:::artifacts"
@@ -40,6 +40,20 @@ def test_actions_match_case_insensitively_with_wildcards_and_resources_exactly()
     assert evaluate([doc], "s3:GetObject", f"{BUCKET}/jobs/1/image.png", {}, ROLE) == ALLOW
     assert evaluate([doc], "s3:GetObject", f"{BUCKET}/async/1.out", {}, ROLE) == NEUTRAL
     assert evaluate([doc], "s3:PutObject", f"{BUCKET}/jobs/1/image.png", {}, ROLE) == NEUTRAL
+
+
+def test_wildcard_patterns_are_built_once_and_mean_the_same_every_time() -> None:
+    """Speed only: one compiled expression per (pattern, case rule); the match is IAM's on every call, cached or not."""
+    _wildcard_regex.cache_clear()
+    for _ in range(3):
+        assert wildcard("S3:Get*", "s3:GetObject", ignore_case=True)
+        assert not wildcard("S3:Get*", "s3:GetObject")  # the same pattern, case-sensitive: its own expression
+        assert wildcard("arn:aws:s3:::b/jobs/?/x.png", "arn:aws:s3:::b/jobs/1/x.png")
+        assert not wildcard("arn:aws:s3:::b/jobs/?/x.png", "arn:aws:s3:::b/jobs/12/x.png")
+        assert not wildcard("arn:aws:s3:::b/a.b+(c)", "arn:aws:s3:::b/aXb+(c)")  # regex characters are literal
+        assert wildcard("arn:aws:s3:::b/*", "arn:aws:s3:::b/line1\nline2")
+    info = _wildcard_regex.cache_info()
+    assert (info.misses, info.hits) == (5, 13)
 
 
 def test_an_explicit_deny_wins_and_negated_operators_hold_for_a_missing_key() -> None:
