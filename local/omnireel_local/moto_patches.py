@@ -550,6 +550,13 @@ def apply(
     #    one parse per expression string is kept (``patch_update_expression_cache``). Speed only.
     patch_update_expression_cache()
 
+    # 25. SQS SendMessage reads one queue attribute (ContentBasedDeduplication) through ``Queue.attributes``, which
+    #    also counts the queue's messages three times (every message's visibility and delay): each send cost
+    #    O(messages in the queue). The durable queue `omnireel events` reads keeps every job event until someone
+    #    consumes it, so every job.* publish slowed down as a local stack ran more jobs. During a send the attribute
+    #    is read directly (``patch_sqs_send_attributes``). Speed only.
+    patch_sqs_send_attributes()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -764,6 +771,39 @@ def patch_update_expression_cache(set_attribute: Callable[[Any, str, Any], None]
 
     make.omnireel_cached = True  # type: ignore[attr-defined]
     set_attribute(UpdateExpressionParser, "make", classmethod(make))
+
+
+def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 25 (see ``apply``): inside ``SQSBackend.send_message``, ``Queue.attributes`` is only the attribute a send
+    reads (``ContentBasedDeduplication``, as moto writes it: ``"true"``/``"false"``), not every attribute with three
+    message counts. Everywhere else (GetQueueAttributes, ...) it is moto's, counts included."""
+    import threading
+
+    from moto.sqs.models import Queue, SQSBackend
+
+    original_send = SQSBackend.send_message
+    if getattr(original_send, "omnireel_cheap_attributes", False):
+        return
+    full_attributes = Queue.attributes.fget
+    sending = threading.local()
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if not getattr(sending, "active", False):
+            return full_attributes(self)
+        value = self.content_based_deduplication
+        return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
+
+    def send_message(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outer = getattr(sending, "active", False)
+        sending.active = True
+        try:
+            return original_send(self, *args, **kwargs)
+        finally:
+            sending.active = outer
+
+    send_message.omnireel_cheap_attributes = True  # type: ignore[attr-defined]
+    set_attribute(Queue, "attributes", property(attributes))
+    set_attribute(SQSBackend, "send_message", send_message)
 
 
 _PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)
