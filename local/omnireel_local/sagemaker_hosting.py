@@ -215,6 +215,7 @@ class SageMakerHosting:
     def _endpoint(self, name: str) -> _Endpoint | None:
         """Endpoint -> endpoint config -> first production variant's model and its execution role, as they stand now
         (None: no such endpoint, or its config or model is gone)."""
+        from moto.sagemaker.exceptions import ValidationError
         from moto.sagemaker.models import sagemaker_backends
 
         backend = sagemaker_backends[self.account_id][self.region]
@@ -223,8 +224,9 @@ class SageMakerHosting:
         if not config or not config.production_variants:
             return None
         variant = config.production_variants[0]
-        model = backend._models.get(variant["ModelName"])
-        if model is None:
+        try:
+            model = backend.describe_model(variant["ModelName"])
+        except ValidationError:
             return None
         return _Endpoint(
             name=name,
