@@ -453,9 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     model_note = (
         f"**per job, the emulators' own service time** of that job's image and video requests (request received -> "
         f"last byte sent, `GET /_emulator/stats`). Within a pair, the sample's requests are the ones whose body "
-        f"SHA-256 (recorded by the emulator) is what the sample sent, ours are the others: {with_own} of {measured} "
-        f"jobs; "
-        f"{with_mean} got the pair's mean (bodies not told apart), the rest the medians below + the pair's offset."
+        f"SHA-256 (recorded by the emulator) is what the sample sent, ours are the others: {with_own} of "
+        f"{measured} jobs; {with_mean} got the pair's mean (bodies not told apart), the rest the medians below + the "
+        f"pair's offset."
         if mean_model
         else "the medians below (+ the pair's offset): with more than one pair in flight, requests are not told apart."
     )
