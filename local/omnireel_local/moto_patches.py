@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -557,6 +558,13 @@ def apply(
     #    is read directly (``patch_sqs_send_attributes``). Speed only.
     patch_sqs_send_attributes()
 
+    # 26. DynamoDB reads see the live item: moto's GetItem/Query/Scan return the stored item and serialise it after the
+    #    backend call, while a concurrent UpdateItem may be adding an attribute to it ("dictionary changed size during
+    #    iteration": a 500, seen in CI). DynamoDB answers from a consistent item. Every DynamoDB request is handled,
+    #    answer included, under the lock patch 16's writes take (``patch_dynamodb_atomic_requests``; the in-process
+    #    pipeline harness applies it too). Requests were serialised by the GIL anyway: no I/O happens inside.
+    patch_dynamodb_atomic_requests()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -924,10 +932,29 @@ def patch_early_callbacks(set_attribute: Callable[[Any, str, Any], None] = setat
     set_attribute(CallbackEndpoint, "notify_heartbeat", notify_heartbeat)
 
 
+# DynamoDB's one lock (patches 16 and 26): the backend's writes, and every request's handling with its answer.
+_DYNAMODB_LOCK = threading.RLock()
+
+
+def patch_dynamodb_atomic_requests(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 26 (see ``apply``): each DynamoDB request is handled, its answer serialised, under ``_DYNAMODB_LOCK``."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, "omnireel_atomic", False):
+        return
+
+    def call_action(self: Any) -> Any:
+        with _DYNAMODB_LOCK:
+            return original(self)
+
+    call_action.omnireel_atomic = True  # type: ignore[attr-defined]
+    set_attribute(DynamoHandler, "call_action", call_action)
+
+
 def _patch_dynamodb_transactions() -> None:
     """Patch 16 (see ``apply``)."""
     import copy
-    import threading
 
     from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
@@ -938,7 +965,7 @@ def _patch_dynamodb_transactions() -> None:
     )
     from moto.dynamodb.models import DynamoDBBackend
 
-    lock = threading.RLock()
+    lock = _DYNAMODB_LOCK
 
     def serialised(original: Callable[..., Any]) -> Callable[..., Any]:
         def locked(self: Any, *args: Any, **kwargs: Any) -> Any:

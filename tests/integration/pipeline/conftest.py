@@ -5,6 +5,7 @@ from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from omnireel_local.moto_patches import (
+    patch_dynamodb_atomic_requests,
     patch_early_callbacks,
     patch_program_cache,
     patch_sns_signing_key,
@@ -36,6 +37,9 @@ def make_pipeline(monkeypatch):
     patch_early_callbacks(monkeypatch.setattr)
     patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
     patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
+    # patch 26: a read answers from a consistent item (a GetItem serialising the job while a handler on another moto
+    # thread updated it failed one CI run with "dictionary changed size during iteration")
+    patch_dynamodb_atomic_requests(monkeypatch.setattr)
     serialize_metrics(monkeypatch.setattr)  # handlers on moto's threads share Powertools' metric set
 
     def make(**overrides: str) -> Pipeline:
