@@ -612,7 +612,6 @@ def defer_batch_package() -> None:
     """
     import importlib.util
     import sys
-    import threading
 
     if "moto.batch" in sys.modules:
         return
@@ -640,7 +639,6 @@ def defer_batch_package() -> None:
 
 def patch_sns_signing_key(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
     """Patch 20 (see ``apply``): every SNS subscription signs with one key per process, as a region does on AWS."""
-    import threading
 
     from cryptography.hazmat.primitives.asymmetric import rsa
     from moto.sns.models import Subscription
@@ -785,7 +783,6 @@ def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = s
     """Patch 25 (see ``apply``): inside ``SQSBackend.send_message``, ``Queue.attributes`` is only the attribute a send
     reads (``ContentBasedDeduplication``, as moto writes it: ``"true"``/``"false"``), not every attribute with three
     message counts. Everywhere else (GetQueueAttributes, ...) it is moto's, counts included."""
-    import threading
 
     from moto.sqs.models import Queue, SQSBackend
 
@@ -825,7 +822,6 @@ def patch_program_cache(set_attribute: Callable[[Any, str, Any], None] = setattr
     ``heap_key`` (the name its Retry counters are stored under in the environment's heap), is created for every
     component before the program is shared, so two executions that reach a Retry at once agree on its name.
     """
-    import threading
 
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
