@@ -77,7 +77,9 @@ def post(
             sock = (tls or ssl.create_default_context()).wrap_socket(sock, server_hostname=target.host)
         connection = http.client.HTTPConnection(target.host, target.port, timeout=read_timeout_s)
         connection.sock = sock  # already connected to the checked address: no second resolution
-        connection.request("POST", target.target, body=body, headers=headers)
+        # Host: the URL's authority as written (a Host header given here replaces http.client's host:port, which names
+        # port 443 on every https request because HTTPConnection's default port is 80).
+        connection.request("POST", target.target, body=body, headers={**headers, "Host": target.host_header})
         response = connection.getresponse()
         response.read(MAX_RESPONSE_BYTES)
         error = None
