@@ -214,7 +214,27 @@ def build_parser() -> argparse.ArgumentParser:
     listen.add_argument("--timeout", type=float, help="exit after this many seconds (exit 1 if --count not reached)")
     listen.add_argument("--fail-first", type=int, default=0, help="answer the first N verified deliveries 503")
     listen.add_argument("--json", action="store_true", help="one JSON line per verified delivery")
-    hook_commands.add_parser("secret", parents=[target], help="print the whsec_ signing secret (GET /webhooks/secret)")
+    hook_secret = hook_commands.add_parser(
+        "secret", parents=[target], help="print your whsec_ signing secret (GET /webhooks/secret)",
+        description="Your own whsec_ secret: it signs the deliveries of the jobs and batches you submit, and no other "
+        "caller's. --unowned (operators: reads the master key from Secrets Manager) prints the secret that signs the "
+        "deliveries of dropped files' jobs and batches, which have no owner; the API never serves it.",
+    )  # fmt: skip
+    hook_secret.add_argument("--unowned", action="store_true", help="the dropped files' secret (operators only)")
+    hook_secret.add_argument("--json", action="store_true", help="also the previous secret during a rotation")
+    rotate = hook_commands.add_parser(
+        "rotate", parents=[target], help="rotate the webhook master key (operators): both keys sign for a grace period",
+        description="Writes a new webhook master key (Secrets Manager PutSecretValue: operators only). Every "
+        "caller's secret changes; during the grace period each delivery carries two signatures (the new and the "
+        "previous secret: receivers holding either verify) and GET /webhooks/secret shows both; then only the new "
+        "one signs. Functions pick the new key up within 5 minutes: switch receivers after that and before the "
+        "grace period ends. --grace-hours 0 stops the old key at once (a leaked key).",
+    )  # fmt: skip
+    rotate.add_argument("--grace-hours", type=float, default=24.0,
+                        help="how long the previous key keeps signing (default 24; 0, or 1 to 720)")  # fmt: skip
+    rotate.add_argument("--end-grace", action="store_true",
+                        help="no new key: end the running grace period now (only the current key signs)")  # fmt: skip
+    rotate.add_argument("--force", action="store_true", help="rotate even while a grace period is still running")
 
     events = commands.add_parser(
         "events", parents=[target], help="job events as a subscriber receives them (a replayable log locally)",
@@ -470,7 +490,12 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
     from . import webhooks
 
     if args.webhooks_command == "secret":
-        print(webhooks.secret(_target(args)))
+        view = webhooks.unowned(_target(args)) if args.unowned else webhooks.secret_view(_target(args))
+        print(json.dumps(view) if args.json else view["secret"])
+        return 0
+    if args.webhooks_command == "rotate":
+        print(webhooks.rotate(_target(args), grace_hours=args.grace_hours, end_grace=args.end_grace,
+                              force=args.force))  # fmt: skip
         return 0
     whsec = webhooks.resolve_secret(lambda: _target(args), args.secret)
     return webhooks.listen(whsec, args.port, count=args.count, timeout=args.timeout, as_json=args.json,

@@ -1,5 +1,6 @@
-"""``omnireel webhooks``: a local receiver that verifies Standard Webhooks signatures and prints each delivery, and
-the signing secret (``GET /webhooks/secret``)."""
+"""``omnireel webhooks``: a local receiver that verifies Standard Webhooks signatures and prints each delivery, the
+caller's own signing secret (``GET /webhooks/secret``), and for operators the unowned secret and the rotation of the
+master key (Secrets Manager, with the operator's credentials: ``omnireel.webhook_secrets`` says how secrets derive)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import os
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from omnireel.webhook_secrets import MAX_GRACE, MasterKeys, new_master_key, parse_master, unowned_secret
 
 from .errors import InfraError, UsageError
 from .target import Target
@@ -19,12 +23,85 @@ from .target import Target
 MAX_BODY_BYTES = 1024 * 1024
 
 
-def secret(target: Target) -> str:
-    """The whsec_ secret: OMNIREEL_WEBHOOK_SECRET (from `omnireel local env`), else GET /webhooks/secret."""
+def secret_view(target: Target) -> dict[str, Any]:
+    """GET /webhooks/secret: the caller's own secret (and, during a rotation, the previous one)."""
     status, body = target.api("GET", "/webhooks/secret")
     if status != 200 or not isinstance(body, dict) or "secret" not in body:
         raise InfraError(f"cannot read the webhook secret: HTTP {status}: {str(body)[:200]}")
-    return str(body["secret"])
+    return body
+
+
+def secret(target: Target) -> str:
+    """The caller's own whsec_ secret (GET /webhooks/secret)."""
+    return str(secret_view(target)["secret"])
+
+
+# ---------------------------------------------------------------- operators: the master key (Secrets Manager)
+def _master(target: Target) -> tuple[Any, str, MasterKeys]:
+    """(Secrets Manager client, secret ARN, the master key document), read with the operator's own credentials."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    arn = target.output("WebhookSigningSecretArn")
+    manager = target.client("secretsmanager")
+    try:
+        return manager, arn, parse_master(manager.get_secret_value(SecretId=arn)["SecretString"])
+    except (ClientError, BotoCoreError) as exc:
+        raise InfraError(
+            f"cannot read the webhook master key {arn} (operators need secretsmanager:GetSecretValue on it): {exc}"
+        ) from exc
+
+
+def unowned(target: Target) -> dict[str, Any]:
+    """The secret of deliveries without an owner (dropped files), derived from the master as the functions do."""
+    _, _, keys = _master(target)
+    now = datetime.now(UTC)
+    grace = keys.in_grace(now) and keys.previous is not None and keys.previous_until is not None
+    return {
+        "secret": unowned_secret(keys.key),
+        "previous_secret": unowned_secret(keys.previous) if grace and keys.previous else None,
+        "previous_until": _iso(keys.previous_until) if grace and keys.previous_until else None,
+    }
+
+
+def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force: bool = False) -> str:
+    """Write a new master key (the current one keeps signing for ``grace_hours``), or end a grace period now."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if not end_grace and not (grace_hours == 0 or 1 <= grace_hours <= MAX_GRACE.total_seconds() / 3600):
+        raise UsageError(f"--grace-hours: 0 (the old key stops at once) or 1 to {MAX_GRACE.days * 24}")
+    manager, arn, keys = _master(target)
+    now = datetime.now(UTC)
+    if end_grace:
+        if not keys.previous:
+            return "no grace period is running: only the current master key signs"
+        updated = keys.grace_ended()
+    else:
+        if keys.in_grace(now) and not force:
+            raise UsageError(
+                f"the previous rotation's grace period runs until {_iso(keys.previous_until)}: rotating again now "
+                "would stop the oldest key at once (receivers still holding it would reject every delivery). Wait, "
+                "end it first (--end-grace), or pass --force."
+            )
+        updated = keys.rotated(new_master_key(), now, timedelta(hours=grace_hours))
+    try:
+        manager.put_secret_value(SecretId=arn, SecretString=updated.to_json())
+    except (ClientError, BotoCoreError) as exc:
+        raise InfraError(
+            f"cannot write the webhook master key {arn} (operators need secretsmanager:PutSecretValue on it): {exc}"
+        ) from exc
+    if end_grace:
+        return "grace period ended: only the current master key signs (functions pick it up within 5 minutes)"
+    if updated.previous_until:
+        return (
+            f"rotated: the new master key signs now, the previous one also signs until {_iso(updated.previous_until)}"
+            " (every delivery carries both signatures). Functions pick it up within 5 minutes; then each caller reads"
+            " its new secret at GET /webhooks/secret and switches its receivers before the grace period ends."
+        )
+    return "rotated with no grace period: only the new master key signs (functions pick it up within 5 minutes)"
+
+
+def _iso(at: datetime | None) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if at else ""
 
 
 def verify(webhook: Webhook, body: bytes, headers: dict[str, str]) -> Any:
@@ -72,7 +149,11 @@ def listen(whsec: str, port: int, *, count: int | None, timeout: float | None, a
                 self._answer(503, "failing on purpose (--fail-first)")
                 return
             self._answer(204, "")  # answered before it is printed: whoever reads the line may stop the receiver
-            line = {"verified": True, "webhook_id": headers.get("webhook-id"), "path": self.path, "event": event}
+            line = {
+                "verified": True, "webhook_id": headers.get("webhook-id"), "path": self.path, "event": event,
+                # how many v1 signatures came (two during a key rotation's grace period), and the Host header
+                "signatures": len(headers.get("webhook-signature", "").split()), "host": headers.get("host"),
+            }  # fmt: skip
             if as_json:
                 print(json.dumps(line), flush=True)
             else:

@@ -1,6 +1,7 @@
 """HTTP API (IAM auth): POST /jobs submits a prompt, GET /jobs/{job_id} reports a job, GET /jobs lists the caller's
-jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the webhook signing secret; POST /batches submits
-up to 1,000 jobs at once, GET /batches/{batch_id} reports their counts and, once complete, the manifest.
+jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the caller's own webhook signing secret; POST
+/batches submits up to 1,000 jobs at once, GET /batches/{batch_id} reports their counts and, once complete, the
+manifest.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
 caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
@@ -12,6 +13,7 @@ is taken) with a bounded message (``omnireel.bounded``).
 import base64
 import json
 import re
+from datetime import UTC, datetime
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
@@ -22,7 +24,7 @@ from omnireel.aws.batch_queue import BatchQueue
 from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.secrets import signing_secret
+from omnireel.aws.secrets import WebhookMasterKey
 from omnireel.aws.workflow import Workflow
 from omnireel.batch_intake import BatchIntake
 from omnireel.batch_progress import batch_view
@@ -46,6 +48,7 @@ from omnireel.outcome import finish_job
 from omnireel.request import check_webhook_url, parse_job_request_json
 from omnireel.settings import ApiSettings
 from omnireel.submission import submit_job
+from omnireel.webhook_signing import secret_view
 from omnireel.webhook_target import resolve_target
 
 settings = ApiSettings.from_env()
@@ -57,6 +60,7 @@ batch_store = BatchStore(settings.batches_table, settings.job_ttl_days) if setti
 batches = (
     BatchIntake(batch_store, BatchQueue(settings.batch_queue_url)) if batch_store and settings.batch_queue_url else None
 )
+master_key = WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -160,12 +164,10 @@ def delete_job(job_id: str) -> Response:
 @app.get("/webhooks/secret")
 @tracer.capture_method
 def webhook_secret() -> Response:
-    """The whsec_ secret that signs every webhook delivery (Standard Webhooks), for consumers to verify with."""
-    body = {
-        "secret": signing_secret(settings.webhook_secret_arn),
-        "scheme": "Standard Webhooks v1 (HMAC-SHA256)",
-        "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
-    }
+    """The caller's own whsec_ secret (derived from the master key and the caller's scope): it signs the deliveries of
+    the caller's jobs and batches, and no other caller's (Standard Webhooks). During a rotation's grace period, also
+    the previous one and when it stops signing. Never cached by intermediaries."""
+    body = secret_view(master_key.keys(), _caller(), datetime.now(UTC))
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
 
 

@@ -12,15 +12,19 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.clients import client
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.secrets import signing_secret
+from omnireel.aws.record_owners import RecordOwners
+from omnireel.aws.secrets import WebhookMasterKey
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.settings import WebhookSettings
 from omnireel.webhook_delivery import retry_delay_s
+from omnireel.webhook_signing import delivery_secrets
 from omnireel.webhooks import deliver, parse_queued
 
 settings = WebhookSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 sqs = client("sqs")
+master_key = WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
+owners = RecordOwners(settings.jobs_table, settings.batches_table)
 
 
 def _now() -> datetime:
@@ -44,7 +48,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
         delivery = deliver(
             queued,
             attempt,
-            secret=signing_secret(settings.webhook_secret_arn),
+            secret=delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
             allow_loopback_http=settings.webhook_allow_loopback_http,
             jobs=jobs,
             now=_now,

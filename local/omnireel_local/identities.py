@@ -12,7 +12,8 @@ policies (``moto_patches`` / ``iam_policy``). The callers are:
   ``apigateway.amazonaws.com``.
 - ``omnireel-local`` (IAM user with an access key): the developer at the keyboard -- the CLI and
   ``eval "$(omnireel local env)"``. Its policy (``developer_policy``) is what a developer of this app needs: drop
-  prompts, read job outputs, consume job events, inspect the stack, tune functions and edit the stack's role policies.
+  prompts, read job outputs, consume job events, inspect the stack, tune functions, edit the stack's role policies
+  and, as the stack's operator, read and rotate the webhook master key (``omnireel webhooks rotate``).
   Not admin: no users, keys or other IAM principals.
 - Service-role sessions (``ServiceCredentials``): each Lambda function runs as its template role, the state machine
   calls Lambda as its role, the SageMaker shim acts as the model's ExecutionRoleArn. Assumed in-process from moto's
@@ -184,6 +185,13 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     arn.format("sagemaker", f"endpoint-config/{scoped.lower()}"),
                     arn.format("secretsmanager", f"secret:{scoped}"),
                 ],
+            },
+            {
+                "Sid": "RotateTheWebhookSigningKey",
+                "Effect": "Allow",
+                # `omnireel webhooks rotate`: the operator writes the webhook master key (no function role may).
+                "Action": "secretsmanager:PutSecretValue",
+                "Resource": arn.format("secretsmanager", f"secret:{stack}-WebhookSigningSecret-*"),
             },
             {
                 "Sid": "ListAndRead",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import logging
 import os
 import secrets
@@ -260,11 +259,18 @@ class Stack:
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
 
     def _webhook_secret(self, arn: str | None) -> str | None:
-        """The whsec_ webhook secret, for `omnireel local env` (OMNIREEL_WEBHOOK_SECRET) and local receivers."""
+        """The developer identity's own whsec_ secret (what GET /webhooks/secret answers it), for `omnireel local env`
+        (OMNIREEL_WEBHOOK_SECRET) and local receivers of the jobs the CLI submits. Derived from the master key as the
+        API derives it (omnireel.webhook_secrets); a later `omnireel webhooks rotate` is not reflected here."""
         if not arn:
             return None
-        stored = json.loads(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
-        return "whsec_" + stored["key"]  # as omnireel.aws.secrets.as_whsec serves it at GET /webhooks/secret
+        from omnireel.webhook_secrets import parse_master, scope_secret
+
+        from . import identities
+
+        keys = parse_master(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+        developer = f"arn:aws:iam::{self.account_id}:user/{identities.DEVELOPER_USER}"  # its caller scope
+        return scope_secret(keys.key, developer)
 
     def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:
         """EventBridge schedule rules -> their Lambda targets, invoked asynchronously (schedules.py says why)."""

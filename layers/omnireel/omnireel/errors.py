@@ -160,6 +160,20 @@ class PublishFailed(OmnireelError):
     retryable = True
 
 
+class SigningKeyUnavailable(OmnireelError):
+    """The webhook master key could not be read (Secrets Manager error, or a value that is not a key document)."""
+
+    code = "SigningKeyUnavailable"
+    retryable = True
+
+
+class WebhookOwnerUnknown(OmnireelError):
+    """A queued webhook event whose job or batch record is gone (or that names neither): no owner to sign for, so it
+    is not delivered (it ends in the webhook dead-letter queue)."""
+
+    code = "WebhookOwnerUnknown"
+
+
 # --- errors as Step Functions sees them -------------------------------------------------------------
 
 

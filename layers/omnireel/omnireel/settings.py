@@ -62,7 +62,9 @@ class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     default_video_steps: Annotated[int, msgspec.Meta(ge=1, le=100)] = 30
     job_events_topic_arn: str  # DELETE /jobs/{id} publishes job.cancelled
     event_bus_name: str = "default"
-    webhook_secret_arn: str = ""  # GET /webhooks/secret
+    webhook_secret_arn: str = ""  # GET /webhooks/secret: the master key the caller's secret is derived from
+    # How long a function keeps the master key (a rotation reaches warm functions within it; at most 5 minutes).
+    webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
     # http:// to a loopback address is allowed for webhooks (the local stack only; template parameter, default false).
     webhook_allow_loopback_http: bool = False
     # Batches (POST /batches, .jsonl drops): unset disables them.
@@ -124,6 +126,8 @@ class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
 
 class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str
+    webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
+    batches_table: str | None = None  # batch.completed is signed with the batch owner's secret (read from its record)
     webhook_queue_url: str
     webhook_allow_loopback_http: bool = False
     # Exponential backoff between attempts (template: WebhookRetryBaseSeconds; SQS maxReceiveCount = max attempts).

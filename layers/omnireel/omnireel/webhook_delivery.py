@@ -2,7 +2,8 @@
 
 Signature (https://www.standardwebhooks.com): ``webhook-id`` (the event id: stable across retries, the consumer's
 de-duplication key), ``webhook-timestamp`` (unix seconds of this attempt) and ``webhook-signature: v1,<base64
-HMAC-SHA256 of "<id>.<timestamp>.<body>">`` with the ``whsec_`` secret, computed by the ``standardwebhooks`` library.
+HMAC-SHA256 of "<id>.<timestamp>.<body>">`` with the owner's ``whsec_`` secret (``omnireel.webhook_signing``; two
+space-separated signatures during a rotation's grace period), computed by the ``standardwebhooks`` library.
 The body is sent byte for byte as it was signed.
 
 Retries: the delivery function is fed by SQS; a failed attempt makes its message invisible for ``retry_delay_s``
@@ -15,6 +16,7 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,11 +39,16 @@ def retry_span_s(base_s: int, max_attempts: int) -> int:
     return sum(retry_delay_s(n, base_s) for n in range(1, max_attempts))
 
 
-def signed_headers(secret: str, event_id: str, body: str, at: datetime) -> dict[str, str]:
+def signed_headers(secret: str | Sequence[str], event_id: str, body: str, at: datetime) -> dict[str, str]:
+    """``secret``: one ``whsec_`` secret, or several (a rotation's grace period: the new one first): one ``v1,<sig>``
+    entry each, space-separated, as Standard Webhooks specifies (a receiver verifies if any entry matches)."""
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets:
+        raise ValueError("no secret to sign with")
     return {
         "webhook-id": event_id,
         "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": Webhook(secret).sign(event_id, at, body),
+        "webhook-signature": " ".join(Webhook(s).sign(event_id, at, body) for s in secrets),
         "content-type": "application/json",
         "user-agent": USER_AGENT,
     }

@@ -10,7 +10,7 @@ record when the event names a ``job_id``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,7 +54,7 @@ def deliver(
     queued: QueuedEvent,
     attempt: int,
     *,
-    secret: str,
+    secret: str | Sequence[str],  # the owner's whsec_ secret(s): omnireel.webhook_signing.delivery_secrets
     allow_loopback_http: bool,
     jobs: JobStore | None,
     now: Callable[[], datetime],

@@ -1,23 +1,50 @@
-"""The webhook signing secret in Secrets Manager (template.yaml: WebhookSigningSecret), as a ``whsec_`` value."""
+"""The webhook master key in Secrets Manager (template.yaml: WebhookSigningSecret), read with a bounded cache.
+
+The value is a master key document (``omnireel.webhook_secrets``); nothing here serves it: callers get secrets derived
+from it per scope. Functions keep it for ``ttl_s`` (5 minutes by default, well under the shortest rotation grace period
+of an hour the CLI asks for), so a rotation reaches every warm execution environment within that time.
+"""
 
 from __future__ import annotations
 
-import json
-from functools import cache
+import threading
+import time
+from collections.abc import Callable
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
+from omnireel.errors import SigningKeyUnavailable
+from omnireel.webhook_secrets import InvalidMasterKey, MasterKeys, parse_master
 
-SECRET_PREFIX = "whsec_"  # noqa: S105 - the Standard Webhooks prefix, not a secret
-
-
-def as_whsec(secret_string: str) -> str:
-    """The stored secret is ``{"key": <base64 alphabet, 44 characters>}`` (GenerateSecretString); consumers get it
-    in the Standard Webhooks form ``whsec_<base64>``."""
-    key = json.loads(secret_string)["key"]
-    return key if key.startswith(SECRET_PREFIX) else SECRET_PREFIX + key
+DEFAULT_TTL_S = 300.0
 
 
-@cache
-def signing_secret(secret_arn: str) -> str:
-    """Read once per execution environment (a rotated secret reaches functions as their environments recycle)."""
-    return as_whsec(client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
+class WebhookMasterKey:
+    def __init__(self, secret_arn: str, *, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic):
+        self.secret_arn = secret_arn
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cached: tuple[float, MasterKeys] | None = None
+
+    def keys(self) -> MasterKeys:
+        """The master key document, read again once it is ``ttl_s`` old."""
+        with self._lock:
+            now = self._clock()
+            if self._cached is not None and now - self._cached[0] < self.ttl_s:
+                return self._cached[1]
+            keys = self._read()
+            self._cached = (now, keys)
+            return keys
+
+    def _read(self) -> MasterKeys:
+        if not self.secret_arn:
+            raise SigningKeyUnavailable("no webhook signing secret is configured (WEBHOOK_SECRET_ARN)")
+        try:
+            value = client("secretsmanager").get_secret_value(SecretId=self.secret_arn)["SecretString"]
+            return parse_master(value)
+        except (ClientError, BotoCoreError) as exc:
+            raise SigningKeyUnavailable(f"cannot read the webhook master key: {exc}") from exc
+        except InvalidMasterKey as exc:
+            raise SigningKeyUnavailable(f"the webhook master key is malformed: {exc}") from exc
