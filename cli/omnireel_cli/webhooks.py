@@ -15,7 +15,14 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from omnireel.webhook_secrets import MAX_GRACE, MasterKeys, new_master_key, parse_master, unowned_secret
+from omnireel.webhook_secrets import (
+    MAX_GRACE,
+    InvalidMasterKey,
+    MasterKeys,
+    new_master_key,
+    parse_master,
+    unowned_secret,
+)
 
 from .errors import InfraError, UsageError
 from .target import Target
@@ -37,18 +44,22 @@ def secret(target: Target) -> str:
 
 
 # ---------------------------------------------------------------- operators: the master key (Secrets Manager)
-def _master(target: Target) -> tuple[Any, str, MasterKeys]:
+def _master(target: Target, *, allow_legacy: bool = False) -> tuple[Any, str, MasterKeys]:
     """(Secrets Manager client, secret ARN, the master key document), read with the operator's own credentials."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     arn = target.output("WebhookSigningSecretArn")
     manager = target.client("secretsmanager")
     try:
-        return manager, arn, parse_master(manager.get_secret_value(SecretId=arn)["SecretString"])
+        value = manager.get_secret_value(SecretId=arn)["SecretString"]
     except (ClientError, BotoCoreError) as exc:
         raise InfraError(
             f"cannot read the webhook master key {arn} (operators need secretsmanager:GetSecretValue on it): {exc}"
         ) from exc
+    try:
+        return manager, arn, parse_master(value, allow_legacy=allow_legacy)
+    except InvalidMasterKey as exc:
+        raise InfraError(f"the webhook master key {arn}: {exc}") from None
 
 
 def unowned(target: Target) -> dict[str, Any]:
@@ -69,7 +80,7 @@ def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force
 
     if not end_grace and not (grace_hours == 0 or 1 <= grace_hours <= MAX_GRACE.total_seconds() / 3600):
         raise UsageError(f"--grace-hours: 0 (the old key stops at once) or 1 to {MAX_GRACE.days * 24}")
-    manager, arn, keys = _master(target)
+    manager, arn, keys = _master(target, allow_legacy=True)
     now = datetime.now(UTC)
     if end_grace:
         if not keys.previous:
@@ -91,6 +102,12 @@ def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force
         ) from exc
     if end_grace:
         return "grace period ended: only the current master key signs (functions pick it up within 5 minutes)"
+    if keys.legacy:
+        return (
+            "rotated: the single secret of before per-caller secrets (every caller had read it) no longer signs; "
+            "functions sign with the new master key within 5 minutes. Each caller reads its own secret at "
+            "GET /webhooks/secret."
+        )
     if updated.previous_until:
         return (
             f"rotated: the new master key signs now, the previous one also signs until {_iso(updated.previous_until)}"

@@ -39,6 +39,7 @@ from omnireel.errors import (
     JobFinished,
     JobNotFound,
     NotJobOwner,
+    SigningKeyUnavailable,
 )
 from omnireel.job import Job, JobStatus
 from omnireel.job_view import job_view
@@ -239,6 +240,12 @@ def idempotency_conflict(exc: IdempotencyConflict) -> Response:
 @app.exception_handler(NotJobOwner)
 def not_job_owner(exc: NotJobOwner) -> Response:
     return _error(403, exc.code, exc.message)
+
+
+@app.exception_handler(SigningKeyUnavailable)
+def signing_key_unavailable(exc: SigningKeyUnavailable) -> Response:
+    """GET /webhooks/secret while the master key cannot be read or is refused (docs/operations.md)."""
+    return _error(503, exc.code, exc.message)
 
 
 @app.exception_handler(JobFinished)

@@ -257,3 +257,27 @@ def test_a_rotation_signs_with_both_keys_during_the_grace_period_then_with_the_n
         assert old_receiver.refusals("/after-old", DELIVERY_TIMEOUT_S), "no delivery reached the old receiver"
         assert "/after-old" not in {line["path"] for line in old_receiver.drain_accepted()}
         wait_for(lambda: _delivery_state(stack, after_old).get("last_status") == 401, 30, "the 401 recorded")
+
+
+def test_the_single_secret_of_before_signs_nothing_until_an_operator_rotates_it(
+    stack: LocalStack, quick_key_pickup: None
+) -> None:
+    """A stack upgraded from one secret per deployment keeps that value (no "use" marker) until rotated: every caller
+    has read it as whsec_<key>, so nothing is derived from it, and its rotation keeps no grace period."""
+    manager = aws_client(stack, "secretsmanager")
+    arn = stack.outputs["OMNIREEL_WEBHOOK_SIGNING_SECRET_ARN"]
+    disclosed = uuid.uuid4().hex + uuid.uuid4().hex[:12]  # 44 characters, as GenerateSecretString made it
+    manager.put_secret_value(SecretId=arn, SecretString=json.dumps({"key": disclosed}))
+    refused = wait_for(
+        lambda: (r := stack.cli("webhooks", "secret")).returncode != 0 and r, 30, "the API to refuse the old secret"
+    )
+    assert "503" in refused.stderr and "SigningKeyUnavailable" in refused.stderr, refused.stderr
+    assert stack.cli("webhooks", "secret", "--unowned").returncode != 0  # operators cannot derive from it either
+
+    rotated = stack.cli("webhooks", "rotate", "--grace-hours", "24", check=True)
+    assert "no longer signs" in rotated.stdout
+    stored = json.loads(manager.get_secret_value(SecretId=arn)["SecretString"])
+    assert stored["use"] == "webhook-master-v1" and "previous" not in stored and stored["key"] != disclosed
+    view = wait_for(lambda: (r := stack.cli("webhooks", "secret", "--json")).returncode == 0 and r, 30, "the API")
+    served = json.loads(view.stdout)
+    assert served["secret"] != f"whsec_{disclosed}" and served["previous_secret"] is None

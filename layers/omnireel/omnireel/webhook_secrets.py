@@ -2,9 +2,13 @@
 
 Pure: no AWS here (``omnireel.aws.secrets`` reads the master from Secrets Manager).
 
-- **Master key.** The Secrets Manager secret ``WebhookSigningSecret`` holds ``{"key": <master>}`` and, during a
-  rotation's grace period, ``"previous": <old master>, "previous_until": <ISO 8601 UTC>``. The master is served to
-  nobody: API callers get derived secrets only; operators read it with their own Secrets Manager rights.
+- **Master key.** The Secrets Manager secret ``WebhookSigningSecret`` holds ``{"use": "webhook-master-v1", "key":
+  <master>}`` and, during a rotation's grace period, ``"previous": <old master>, "previous_until": <ISO 8601 UTC>``.
+  The master is served to nobody: API callers get derived secrets only; operators read it with their own Secrets
+  Manager rights. A value without the ``use`` marker is the single secret of before issue 25, which ``GET
+  /webhooks/secret`` served to every caller as ``whsec_<key>``: deriving from it would let any of them compute every
+  secret, so functions refuse it (``SigningKeyUnavailable``) until an operator rotates it (``omnireel webhooks
+  rotate``, which drops such a key at once, without a grace period).
 - **Per-scope secret.** A caller scope (``omnireel.caller.caller_scope``: the IAM user, the role without its session,
   ... -- the ``owner`` of the jobs and batches it submits) gets
   ``whsec_ + base64(HMAC-SHA256(key = UTF-8 master, msg = b"omnireel-webhook-v1\\x00scope\\x00" + UTF-8 scope))``:
@@ -35,6 +39,7 @@ _LABEL = b"omnireel-webhook-v1\x00"
 _SCOPE = _LABEL + b"scope\x00"
 _UNOWNED = _LABEL + b"unowned"
 MAX_GRACE = timedelta(days=30)
+MASTER_USE = "webhook-master-v1"  # template.yaml SecretStringTemplate; written by every rotation
 
 
 class InvalidMasterKey(ValueError):
@@ -48,6 +53,7 @@ class MasterKeys:
     key: str
     previous: str | None = None
     previous_until: datetime | None = None
+    legacy: bool = False  # no ``use`` marker: the pre-issue-25 secret, served to every caller (parse_master)
 
     def signing(self, at: datetime) -> tuple[str, ...]:
         """The masters that sign at ``at``: the current one, then the previous one while its grace period lasts."""
@@ -63,7 +69,7 @@ class MasterKeys:
         (none: the old key stops at once, e.g. after a leak)."""
         if grace < timedelta(0) or grace > MAX_GRACE:
             raise ValueError(f"the grace period must be between 0 and {MAX_GRACE.days} days")
-        if not grace:
+        if not grace or self.legacy:  # a key every caller has seen never signs again
             return MasterKeys(new_key)
         return MasterKeys(new_key, self.key, at + grace)
 
@@ -72,23 +78,32 @@ class MasterKeys:
         return MasterKeys(self.key)
 
     def to_json(self) -> str:
-        value: dict[str, str] = {"key": self.key}
+        value: dict[str, str] = {"use": MASTER_USE, "key": self.key}
         if self.previous and self.previous_until:
             value["previous"] = self.previous
             value["previous_until"] = self.previous_until.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return json.dumps(value)
 
 
-def parse_master(secret_string: str) -> MasterKeys:
-    """The secret's value as stored (``GenerateSecretString`` makes ``{"key": <44 letters and digits>}``)."""
+def parse_master(secret_string: str, *, allow_legacy: bool = False) -> MasterKeys:
+    """The secret's value as stored (``GenerateSecretString`` makes ``{"use": "webhook-master-v1", "key": <44 letters
+    and digits>}``). A value without the marker is refused unless ``allow_legacy`` (the rotation reads it to replace
+    it)."""
     try:
         value = json.loads(secret_string)
         key = value["key"]
         previous, until = value.get("previous"), value.get("previous_until")
         if not isinstance(key, str) or len(key) < 32:
             raise InvalidMasterKey("the master key must be a string of at least 32 characters")
-        if previous is None:
-            return MasterKeys(key)
+        legacy = value.get("use") != MASTER_USE
+        if legacy and not allow_legacy:
+            raise InvalidMasterKey(
+                'the secret has no "use": "webhook-master-v1" marker: it is the single secret that GET '
+                "/webhooks/secret served to every caller before per-caller secrets; rotate it "
+                "(omnireel webhooks rotate) before anything is derived from it"
+            )
+        if previous is None or legacy:
+            return MasterKeys(key, legacy=legacy)
         if not isinstance(previous, str) or not isinstance(until, str):
             raise InvalidMasterKey('"previous" needs "previous_until" (ISO 8601)')
         return MasterKeys(key, previous, datetime.fromisoformat(until).astimezone(UTC))

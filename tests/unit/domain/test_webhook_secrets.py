@@ -61,14 +61,28 @@ def test_a_delivery_signed_for_one_scope_does_not_verify_with_another_scopes_sec
 
 
 def test_the_master_document_round_trips_and_a_malformed_one_is_refused() -> None:
-    assert parse_master(json.dumps({"key": MASTER})) == MasterKeys(MASTER)
+    assert parse_master(json.dumps({"use": "webhook-master-v1", "key": MASTER})) == MasterKeys(MASTER)
     rotated = MasterKeys(MASTER).rotated("N" * 44, AT, timedelta(hours=24))
     assert rotated == MasterKeys("N" * 44, MASTER, AT + timedelta(hours=24))
     assert parse_master(rotated.to_json()) == rotated
     assert json.loads(rotated.to_json())["previous_until"] == "2026-12-04T09:00:00Z"
-    for bad in ("not json", "{}", '{"key": "short"}', json.dumps({"key": MASTER, "previous": MASTER}), "[1]"):
+    marked = {"use": "webhook-master-v1"}
+    for bad in ("not json", "{}", json.dumps({**marked, "key": "short"}),
+                json.dumps({**marked, "key": MASTER, "previous": MASTER}), "[1]"):  # fmt: skip
         with pytest.raises(InvalidMasterKey):
             parse_master(bad)
+
+
+def test_the_single_secret_of_before_is_never_derived_from_and_a_rotation_drops_it_at_once() -> None:
+    """Before per-caller secrets, GET /webhooks/secret served ``whsec_<key>`` of this very secret to every caller:
+    anyone of them could compute every derived secret from it. Its value has no ``use`` marker."""
+    legacy = json.dumps({"key": MASTER})  # as GenerateSecretString made it then
+    with pytest.raises(InvalidMasterKey, match="rotate"):
+        parse_master(legacy)
+    old = parse_master(legacy, allow_legacy=True)  # only the rotation reads it
+    assert old.legacy
+    assert old.rotated("N" * 44, AT, timedelta(hours=24)) == MasterKeys("N" * 44)  # no grace for a disclosed key
+    assert json.loads(MasterKeys("N" * 44).to_json())["use"] == "webhook-master-v1"
 
 
 def test_during_the_grace_period_both_masters_sign_then_only_the_new_one() -> None:
@@ -174,7 +188,7 @@ class _SecretsManager:
 def test_a_rotated_master_is_picked_up_once_the_cache_is_older_than_its_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
     from omnireel.aws import secrets as module
 
-    manager = _SecretsManager(json.dumps({"key": MASTER}))
+    manager = _SecretsManager(MasterKeys(MASTER).to_json())
     monkeypatch.setattr(module, "client", lambda service: manager)
     clock = [1000.0]
     source = module.WebhookMasterKey("arn:secret", ttl_s=300, clock=lambda: clock[0])
@@ -203,4 +217,7 @@ def test_an_unreadable_or_malformed_master_is_a_retryable_domain_error(monkeypat
     assert failed.value.retryable and "ThrottlingException" in failed.value.message
     monkeypatch.setattr(module, "client", lambda service: _SecretsManager('{"key": "short"}'))
     with pytest.raises(SigningKeyUnavailable, match="malformed"):
+        module.WebhookMasterKey("arn:secret").keys()
+    monkeypatch.setattr(module, "client", lambda service: _SecretsManager(json.dumps({"key": MASTER})))
+    with pytest.raises(SigningKeyUnavailable, match="served to every caller"):
         module.WebhookMasterKey("arn:secret").keys()
