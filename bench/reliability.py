@@ -44,6 +44,7 @@ import av
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.hostile_consumers import HostileResult, report_section, run_hostile  # noqa: E402
 from bench.localstack import PROGRESS_EVENTS, EventCollector, IsolatedStack  # noqa: E402
 from bench.report import machine, quantile, table, today  # noqa: E402
 
@@ -55,7 +56,12 @@ STACK_PARAMETERS = {
     "VideoHeartbeatSeconds": str(HEARTBEAT_S),
     "VideoCallbackTimeoutSeconds": str(CALLBACK_TIMEOUT_S),
     "VideoMaxConcurrentInvocationsPerInstance": "2",
+    # The hostile-consumers phase's receivers recover after two bad attempts: 1 s, 2 s, ... between attempts.
+    "WebhookRetryBaseSeconds": "1",
 }
+# The hostile-consumers phase (bench/hostile_consumers.py): its batches, as (label, jobs, every field at its maximum).
+HOSTILE_BATCHES_SHORT = (("small", 3, False),)
+HOSTILE_BATCHES_LONG = (("small", 3, False), ("2 MB", 250, True), ("maximum", 1000, True))
 BASE_EMULATOR = {"images": {"latency_s": 0.05}, "videos": {"latency_s": 0.1}}
 MALFORMED = {"malformed_rate": 0.6}
 # GenerateImage (also stages and queues the video), AsyncResult (publishes job.succeeded), PublishEvent (failures)
@@ -210,6 +216,7 @@ class RunResult:
     phase_seconds: dict[str, float]
     wall_s: float
     unfinished: list[str]
+    hostile: HostileResult | None = None
 
     def by_phase(self, name: str) -> list[Job]:
         return [j for j in self.jobs.values() if j.phase == name]
@@ -328,7 +335,10 @@ def run(
     phase_timeout_s: float = 60,
     settle_s: float = 4,
     log: Callable[[str], None] = print,
+    hostile_batches: tuple[tuple[str, int, bool], ...] | None = HOSTILE_BATCHES_SHORT,
+    hostile_timeout_s: float = 240,
 ) -> RunResult:
+    """The job phases, then (unless ``hostile_batches`` is None or ``only`` leaves it out) the hostile consumers."""
     started = time.monotonic()
     rng = random.Random(seed)
     selected = [p for p in phases(jobs_per_phase, long) if only is None or p.name in only]
@@ -407,6 +417,15 @@ def run(
             }
             log(f"phase {phase.name}: {len(phase_jobs)} jobs in {phase_seconds[phase.name]:.1f} s, {len(left)} open")
         _apply_phase(stack, Phase("off", "", 0), seed, originals)
+        hostile = None
+        if hostile_batches is not None and (only is None or "hostile_consumers" in only):
+            t0 = time.monotonic()
+            hostile = run_hostile(
+                stack, collector, jobs_per_receiver=max(1, jobs_per_phase // 3), batch_sizes=hostile_batches,
+                timeout_s=hostile_timeout_s, log=log,
+            )  # fmt: skip
+            phase_seconds["hostile_consumers"] = time.monotonic() - t0
+            log(f"phase hostile_consumers: {len(hostile.jobs)} jobs, {len(hostile.batches)} batches, ok={hostile.ok}")
         time.sleep(settle_s)  # late duplicates (async retries, re-published events) arrive here
         collector.close()
         per_job: dict[str, list[Any]] = defaultdict(list)
@@ -416,7 +435,7 @@ def run(
             per_job[received.event.get("job_id")].append(received)
         violations: list[dict[str, Any]] = []
         records: dict[str, dict[str, Any]] = {}
-        for job in jobs.values():
+        for job in jobs.values():  # the job phases' jobs (the hostile phase checks its own: HostileResult)
             problems, record = check_job(stack, job, per_job.get(job.job_id, []))
             violations += problems
             records[job.job_id] = record
@@ -429,7 +448,11 @@ def run(
             ]
             if hits:
                 violation["detail"] += f"; faults on this job: {', '.join(hits)}"
-        for job_id in set(per_job) - set(jobs):
+        theirs = set(hostile.jobs) if hostile else set()
+        batch_jobs = {  # the hostile phase's batch jobs: accounted for by their batch (HostileResult.batch_events)
+            r.event.get("job_id") for r in collector.received if isinstance(r.event.get("batch"), dict)
+        }
+        for job_id in set(per_job) - set(jobs) - theirs - batch_jobs - {None}:  # None: batch.completed
             detail = "terminal event for a job nobody submitted"
             violations.append({"job_id": job_id, "phase": "?", "kind": "unexpected_job", "detail": detail})
         return RunResult(
@@ -444,6 +467,7 @@ def run(
             phase_seconds=phase_seconds,
             wall_s=time.monotonic() - started,
             unfinished=unfinished,
+            hostile=hostile,
         )
     finally:
         if collector is not None:
@@ -566,6 +590,8 @@ def report(result: RunResult, command: str) -> str:
             ["fault", "n", "fault -> terminal event s"], [[k, len(v), _pcts(v)] for k, v in sorted(recovery.items())]
         ),
     ]
+    if result.hostile is not None:
+        lines += ["", report_section(result.hostile, table)]
     lines += ["", NOTES.strip()]
     lines += ["", strictness_section()]
     if result.violations:
@@ -652,15 +678,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default=str(RELIABILITY_MD), help="markdown file to write, '-' for stdout only")
     parser.add_argument("--phase-timeout", type=float, default=180)
+    parser.add_argument("--hostile-timeout", type=float, default=2400, help="the hostile consumers phase's bound")
     args = parser.parse_args(argv)
     per_phase = max(2, args.jobs // (len(phases(1, long=False)) + 5))  # targeted phases x n + overwrite 2n + mixed 4n
-    result = run(per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8)
+    result = run(
+        per_phase, args.seed, long=True, phase_timeout_s=args.phase_timeout, settle_s=8,
+        hostile_batches=HOSTILE_BATCHES_LONG, hostile_timeout_s=args.hostile_timeout,
+    )  # fmt: skip
     text = report(result, f".venv-dev/bin/python bench/reliability.py --jobs {args.jobs} --seed {args.seed}")
     print(text)
     if args.out != "-":
         Path(args.out).write_text(text)
         print(f"(wrote {args.out})")
-    return 0 if not result.violations else 1
+    return 0 if not result.violations and (result.hostile is None or result.hostile.ok) else 1
 
 
 if __name__ == "__main__":

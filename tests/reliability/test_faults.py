@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from bench.hostile_consumers import HostileResult
 from bench.reliability import RunResult, run
 
 # The phases bound themselves (a deadline each; a job still open at its phase's deadline fails the first test below),
@@ -96,3 +97,44 @@ def test_a_key_reused_after_its_record_expired_runs_again_with_its_own_terminal_
         assert len(ids) == 2, f"{job.job_id}: {len(ids)} distinct terminal events for 2 records"
         assert result.records[job.job_id]["status"] in ("succeeded", "failed")
     assert not result.violations_in({"ttl_reuse"})
+
+
+# ---------------------------------------------------------------- hostile consumers (issue 25)
+def _hostile(result: RunResult) -> HostileResult:
+    assert result.hostile is not None, "the hostile consumers phase did not run"
+    return result.hostile
+
+
+def test_hostile_consumers_lose_no_job_and_leave_no_batch_unfinished(result: RunResult) -> None:
+    hostile = _hostile(result)
+    assert not hostile.lost_jobs, hostile.lost_jobs
+    # One terminal event of each batch never reached the batch tracker; the reconciler counted it.
+    assert hostile.dropped_batch_events >= len(hostile.batches)
+    assert not hostile.unfinished_batches, [(b.name, b.status, b.counts) for b in hostile.batches]
+    for batch in hostile.batches:
+        assert hostile.batch_events.get(batch.batch_id) == batch.total, (batch.name, hostile.batch_events)
+        assert hostile.batch_completed_deliveries[batch.batch_id] == 1, hostile.batch_completed_deliveries
+    assert not hostile.batch_jobs_with_two_events
+
+
+def test_no_receiver_accepts_a_delivery_of_another_callers_job(result: RunResult) -> None:
+    hostile = _hostile(result)
+    assert hostile.secrets_distinct
+    assert hostile.forged_refused  # A's own secret cannot sign for B's receiver
+    # A's jobs named B's receiver: B's receiver saw them (so the path was exercised) and refused every one.
+    seen_by_b = hostile.receivers["B/polite"].snapshot()
+    assert seen_by_b and all(not d.verified for d in seen_by_b)
+    assert hostile.not_owner_accepted == []
+
+
+def test_slow_trickling_hanging_failing_and_unresolvable_receivers_get_every_event_once_recovered(
+    result: RunResult,
+) -> None:
+    hostile = _hostile(result)
+    assert not any(hostile.undelivered.values()), hostile.undelivered
+    # The hanging receiver's first attempts were cut at the deadline and retried.
+    hung = sum(1 for r in hostile.jobs.values() if r == "A/hang")
+    assert hostile.hang_attempts >= 3 * hung
+    # Duplicates only where the receiver answered after the sender's deadline, never from another record's failure.
+    assert not hostile.duplicates.get("other"), hostile.duplicates
+    assert hostile.ok
