@@ -16,6 +16,7 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any
 
 from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -86,10 +87,11 @@ async def _record_handler(record: SQSRecord) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
+def handler(event: dict, context: LambdaContext) -> dict[str, Any]:
     started = time.monotonic()
     _invocation["started"] = started
     _invocation["ends"] = started + context.get_remaining_time_in_millis() / 1000 - RECORD_OVERHEAD_S
-    return async_process_partial_response(
+    response = async_process_partial_response(
         event=event, record_handler=_record_handler, processor=processor, context=context
     )
+    return dict(response)

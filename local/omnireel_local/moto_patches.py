@@ -832,6 +832,7 @@ def patch_sqs_visibility_limit(set_attribute: Callable[[Any, str, Any], None] = 
     original_received = Message.mark_received
     if getattr(original_received, "omnireel_receive_times", False):
         return
+
     def mark_received(self: Any, visibility_timeout: int | None = None) -> None:
         original_received(self, visibility_timeout)
         times = self.__dict__.setdefault("omnireel_received_ms", {})

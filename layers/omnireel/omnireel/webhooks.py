@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from omnireel.aws.job_store import JobStore
+from omnireel.errors import OmnireelError
 from omnireel.job import iso
 from omnireel.observability import logger
 from omnireel.webhook_delivery import AttemptResult, post, signed_headers
-from omnireel.errors import OmnireelError
 from omnireel.webhook_target import (
     Resolver,
     WebhookRefused,

@@ -8,7 +8,6 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from moto.sqs.models import Message
 
 from omnireel_local.moto_patches import SQS_MAX_VISIBILITY_S, patch_sqs_visibility_limit
 
