@@ -572,6 +572,11 @@ def apply(
     #    receive here (``patch_sqs_visibility_limit``); the batch call answers the refusal per entry, as AWS does.
     patch_sqs_visibility_limit()
 
+    # 28. Fault hook (off by default; fault_injection.py ``dynamodb_throttle``): a DynamoDB request whose body matches
+    #    answers ProvisionedThroughputExceededException, as a hot partition does on AWS, so a test can fail one
+    #    record's bookkeeping (a webhook attempt's UpdateItem) and not the others (``patch_dynamodb_fault_hook``).
+    patch_dynamodb_fault_hook()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -1017,6 +1022,29 @@ def patch_dynamodb_atomic_requests(set_attribute: Callable[[Any, str, Any], None
 
     call_action.omnireel_atomic = True  # type: ignore[attr-defined]
     set_attribute(DynamoHandler, "call_action", call_action)
+
+
+def patch_dynamodb_fault_hook(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 28 (see ``apply``): DynamoDB item requests consult ``fault_injection.dynamodb_throttle`` first."""
+    from moto.dynamodb.exceptions import DynamodbException
+    from moto.dynamodb.responses import DynamoHandler
+
+    for action in ("get_item", "put_item", "update_item", "delete_item", "query", "transact_write_items"):
+        original = getattr(DynamoHandler, action)
+        if getattr(original, "omnireel_fault_hook", False):
+            continue
+
+        def hooked(self: Any, _original: Any = original) -> Any:
+            body = self.body if isinstance(self.body, str) else (self.body or b"").decode(errors="replace")
+            if fault_injection.dynamodb_throttle(body):
+                raise DynamodbException(
+                    "ProvisionedThroughputExceededException",
+                    "The level of configured provisioned throughput for the table was exceeded (injected)",
+                )
+            return _original(self)
+
+        hooked.omnireel_fault_hook = True  # type: ignore[attr-defined]
+        set_attribute(DynamoHandler, action, hooked)
 
 
 def _patch_dynamodb_transactions() -> None:
