@@ -1035,7 +1035,9 @@ def patch_dynamodb_fault_hook(set_attribute: Callable[[Any, str, Any], None] = s
             continue
 
         def hooked(self: Any, _original: Any = original) -> Any:
-            body = self.body if isinstance(self.body, str) else (self.body or b"").decode(errors="replace")
+            raw = self.body
+            body = raw.decode(errors="replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
+            body = body or json.dumps(raw, default=str)
             if fault_injection.dynamodb_throttle(body):
                 raise DynamodbException(
                     "ProvisionedThroughputExceededException",

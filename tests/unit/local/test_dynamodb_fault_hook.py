@@ -18,7 +18,7 @@ def test_matching_requests_are_throttled_count_times(monkeypatch: pytest.MonkeyP
     fault_injection._seen.clear()
     with mock_aws():
         patch_dynamodb_fault_hook(monkeypatch.setattr)
-        ddb = boto3.client("dynamodb", region_name="us-east-1", config=Config(retries={"max_attempts": 1}))
+        ddb = boto3.client("dynamodb", region_name="us-east-1", config=Config(retries={"total_max_attempts": 1}))
         ddb.create_table(
             TableName="jobs", BillingMode="PAY_PER_REQUEST",
             KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}],
