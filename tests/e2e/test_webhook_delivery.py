@@ -1,0 +1,213 @@
+"""Issue 25 on the local stack, through the queue, event source mapping and function the template wires: a receiver
+that trickles its answer is cut at the attempt's deadline (item 4); a host name whose DNS fails for a while is retried
+until it resolves (item 5); one record whose attempt cannot be recorded is retried alone, the record delivered in the
+same batch is not sent again (item 3). Receivers are `omnireel webhooks listen` or a trickling socket on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import select
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import LocalStack
+from .helpers import aws_client, platform_faults, wait_for
+
+pytestmark = pytest.mark.e2e
+
+BOUND_S = 120
+
+
+def _listener(stack: LocalStack, port: int):  # type: ignore[no-untyped-def]
+    from .test_consumers import _listener as listen
+
+    return listen(stack, port)
+
+
+def _stop(process) -> None:  # type: ignore[no-untyped-def]
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _delivery(stack: LocalStack, job_id: str, event_type: str = "job.succeeded") -> dict[str, Any]:
+    job = json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
+    return ((job.get("webhook") or {}).get("deliveries") or {}).get(event_type) or {}
+
+
+def _function_log(stack: LocalStack, function: str) -> list[tuple[str, dict[str, Any]]]:
+    """(request id, JSON line) of every structured line the function logged."""
+    lines = []
+    for path in (stack.home / "logs").glob(f"*{function}*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            parts = line.split("\t", 3)
+            if len(parts) == 4 and parts[3].startswith("{"):
+                with contextlib.suppress(ValueError):
+                    lines.append((parts[1], json.loads(parts[3])))
+    return lines
+
+
+# ---------------------------------------------------------------- item 5: temporary DNS failures are retried
+def test_a_webhook_host_whose_dns_fails_for_a_while_gets_its_event_once_it_resolves(stack: LocalStack) -> None:
+    from omnireel_local.home import free_port
+
+    host = f"flaky-{uuid.uuid4().hex[:8]}.hooks.test"
+    # The delivery function's first two lookups fail as a SERVFAIL / resolver timeout does (EAI_AGAIN); the API's
+    # check at submit resolves (it would answer 400 WebhookRefused otherwise, as before).
+    platform_faults(stack, {"dns": {host: {"fail": 2, "error": "EAI_AGAIN", "functions": "WebhookDelivery"}}})
+    port = free_port()
+    process, reader = _listener(stack, port)
+    try:
+        submitted = stack.cli(
+            "submit", "delivered after a DNS outage", "--webhook", f"http://{host}:{port}/hooks", "--json", check=True
+        )
+        job_id = json.loads(submitted.stdout)["job_id"]
+        got = reader.wait_for_json(lambda d: d["event"].get("job_id") == job_id, timeout=90)
+    finally:
+        _stop(process)
+        platform_faults(stack, {})
+    assert got is not None, "the event never arrived once the name resolved"
+    state = wait_for(lambda: (s := _delivery(stack, job_id)).get("delivered_at") and s, 30, "the delivery state")
+    assert state["attempts"] == 3 and state["last_status"] == 204 and state["refused"] is False
+    failures = [
+        json.loads(line) for line in (stack.home / "fault-injection.log.jsonl").read_text().splitlines() if host in line
+    ]
+    assert [(f["kind"], f["error"]) for f in failures] == [("dns_failure", "EAI_AGAIN")] * 2
+
+
+# ---------------------------------------------------------------- item 4: one deadline per attempt
+@contextlib.contextmanager
+def trickling_receiver(every_s: float = 0.5) -> Iterator[dict[str, Any]]:
+    """Answers every connection with a status line and then one header byte every ``every_s`` seconds, forever
+    (bounded by the test); records each connection's bytes sent and whether the client closed it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    seen: dict[str, Any] = {"port": listener.getsockname()[1], "connections": [], "closed": 0}
+    stop = threading.Event()
+
+    def serve() -> None:
+        conns: dict[socket.socket, dict[str, int]] = {}
+        ends = time.monotonic() + BOUND_S
+        while not stop.is_set() and time.monotonic() < ends:
+            readable, _, _ = select.select([listener, *conns], [], [], every_s)
+            for ready in readable:
+                if ready is listener:
+                    conn, _ = listener.accept()
+                    conns[conn] = {"sent": 0}
+                    seen["connections"].append(conns[conn])
+                    continue
+                try:
+                    data = ready.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    conns.pop(ready)
+                    ready.close()
+                    seen["closed"] += 1
+            for conn, stats in list(conns.items()):
+                chunk = b"HTTP/1.1 200 OK\r\nX-Slow: " if stats["sent"] == 0 else b"a"
+                try:
+                    conn.send(chunk)
+                    stats["sent"] += len(chunk)
+                except OSError:
+                    conns.pop(conn)
+                    conn.close()
+                    seen["closed"] += 1
+        for conn in conns:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(BOUND_S)
+        listener.close()
+
+
+def test_a_receiver_trickling_its_answer_is_cut_at_the_attempt_deadline(stack: LocalStack) -> None:
+    with trickling_receiver() as trickler:
+        submitted = stack.cli(
+            "submit", "a trickling receiver", "--webhook", f"http://127.0.0.1:{trickler['port']}/", "--json",
+            check=True,
+        )  # fmt: skip
+        job_id = json.loads(submitted.stdout)["job_id"]
+        state = wait_for(lambda: (s := _delivery(stack, job_id)).get("last_error") and s, 90, "a recorded attempt")
+        wait_for(lambda: trickler["closed"] >= 1, 30, "the delivery function to close the connection")
+    assert state["last_error"].startswith("deadline") and state["delivered_at"] is None
+    # 10 s at a byte per 0.5 s: the attempt was cut after about 20 bytes of headers, not when the function timed out
+    first = trickler["connections"][0]["sent"]
+    assert first < 80, f"the first attempt read {first} bytes"
+    timed_out = [line for _, line in _function_log(stack, "WebhookDelivery") if "Timedout" in json.dumps(line)]
+    assert not timed_out
+
+
+# ---------------------------------------------------------------- item 3: one record's failure stays its own
+def _webhook_queue(stack: LocalStack) -> str:
+    sqs = aws_client(stack, "sqs")
+    urls = [u for u in sqs.list_queues().get("QueueUrls", []) if "WebhookQueue" in u and "DeadLetter" not in u]
+    assert len(urls) == 1, urls
+    return urls[0]
+
+
+def _queued(job_id: str, url: str) -> str:
+    event = {"event_id": str(uuid.uuid4()), "event_type": "job.succeeded", "job_id": job_id, "status": "succeeded"}
+    return json.dumps(
+        {
+            "Type": "Notification",
+            "MessageId": str(uuid.uuid4()),
+            "Message": json.dumps(event),
+            "MessageAttributes": {"webhook": {"Type": "String", "Value": url}},
+        }
+    )
+
+
+def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: LocalStack) -> None:
+    """Two events in one batch: recording job B's attempt is throttled past botocore's retries (the local stack's
+    DynamoDB fault hook), so B's record fails; A's was delivered and is not POSTed again; B's is retried after its own
+    backoff and then recorded."""
+    from omnireel_local.home import free_port
+
+    sqs, queue = aws_client(stack, "sqs"), _webhook_queue(stack)
+    port = free_port()
+    process, reader = _listener(stack, port)
+    try:
+        for _ in range(3):  # both records must be in one batch: sent together, visible together (DelaySeconds)
+            a, b = (
+                json.loads(stack.cli("submit", f"isolation {n}", "--json", check=True).stdout)["job_id"]
+                for n in ("A", "B")
+            )
+            platform_faults(stack, {"dynamodb_throttle": {"match": [b, "webhook_deliveries"], "count": 4}})
+            hook = f"http://127.0.0.1:{port}/isolation"
+            entries = [{"Id": n, "MessageBody": _queued(j, hook), "DelaySeconds": 1} for n, j in (("a", a), ("b", b))]
+            sqs.send_message_batch(QueueUrl=queue, Entries=entries)
+            wait_for(lambda: _delivery(stack, b).get("delivered_at"), 60, "B's retried attempt to be recorded")
+            log = _function_log(stack, "WebhookDelivery")
+            failed = {rid for rid, line in log if line.get("job_id") == b or b in json.dumps(line)}
+            delivered_a = {
+                rid for rid, line in log if line.get("job_id") == a and line["message"] == "webhook delivered"
+            }
+            if failed & delivered_a:
+                break  # A and B were in one invocation
+            platform_faults(stack, {})
+        else:
+            pytest.fail("the poller never put the two records in one batch")
+        deliveries: dict[str, int] = {}
+        while (line := reader.wait_for_json(lambda d: True, timeout=3)) is not None:
+            job = line["event"].get("job_id")
+            deliveries[job] = deliveries.get(job, 0) + 1
+    finally:
+        _stop(process)
+        platform_faults(stack, {})
+    assert deliveries.get(a) == 1, f"A was POSTed {deliveries.get(a)} times"
+    assert deliveries.get(b) == 2  # attempt 1 reached the receiver but could not be recorded; attempt 2 did both
+    state_a, state_b = _delivery(stack, a), _delivery(stack, b)
+    assert state_a["attempts"] == 1 and state_a["delivered_at"]
+    assert state_b["attempts"] == 2 and state_b["delivered_at"]
