@@ -142,7 +142,8 @@ def process_record(
     try:
         delivery = attempt(queued, receive_count)
     except Exception as exc:  # noqa: BLE001 - a throttle recording the attempt, the secret, ...: this record only
-        logger.exception("webhook record failed; it alone is retried", extra={"event_id": queued.event_id})
+        extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": receive_count}
+        logger.exception("webhook record failed; it alone is retried", extra=extra)
         failure = exc
     else:
         if not delivery.retry:
