@@ -5,7 +5,8 @@ The batch goes through Powertools' ``AsyncBatchProcessor``: every record is its 
 ``WEBHOOK_DELIVERY_CONCURRENCY`` (the attempts wait on receivers, not on the CPU), and only the records that failed
 are returned as ``batchItemFailures``. A failed attempt stays in the queue, invisible for an exponentially growing
 delay (its own ChangeMessageVisibility, capped within SQS's 12 hours from the receive); after
-``WEBHOOK_MAX_ATTEMPTS`` receives SQS moves it to the dead-letter queue. A consumer's 2xx ends it, and so does a
+``WEBHOOK_MAX_ATTEMPTS`` receives SQS moves it to the dead-letter queue (the last failed attempt makes it visible at
+once, so the next receive moves it there instead of after one more delay). A consumer's 2xx ends it, and so does a
 target refused at delivery (it would be refused again); a host that does not resolve is retried.
 
 Each attempt has one deadline (``WEBHOOK_ATTEMPT_DEADLINE_SECONDS``, and never past the invocation's own end minus
@@ -61,10 +62,11 @@ def _deliver_record(record: SQSRecord) -> Delivery | None:
 
     def backoff(attempt: int) -> None:
         invoked_s_ago = time.monotonic() - _invocation["started"]
+        delay = retry_delay_s(attempt, settings.webhook_retry_base_seconds, invoked_s_ago=invoked_s_ago)
+        if attempt >= settings.webhook_max_attempts:  # the last one: visible now, SQS's next receive dead-letters it
+            delay = 0
         sqs.change_message_visibility(
-            QueueUrl=settings.webhook_queue_url,
-            ReceiptHandle=record.receipt_handle,
-            VisibilityTimeout=retry_delay_s(attempt, settings.webhook_retry_base_seconds, invoked_s_ago=invoked_s_ago),
+            QueueUrl=settings.webhook_queue_url, ReceiptHandle=record.receipt_handle, VisibilityTimeout=delay
         )
 
     receive_count = int(record.attributes.approximate_receive_count or "1")
