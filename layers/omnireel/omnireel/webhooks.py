@@ -80,9 +80,13 @@ def deliver(
     resolution, connection, TLS, request and answer together); record it on the job."""
     refused = False
     try:
+        if deadline <= time.monotonic():  # the invocation has no time left for it: the next receive tries
+            raise TimeoutError
         # Checked again at every attempt: a host may resolve elsewhere now than when the job was submitted.
         bounded = resolve_within(resolve, deadline - time.monotonic())
         target = resolve_target(queued.url, allow_loopback_http=allow_loopback_http, resolve=bounded)
+    except TimeoutError:
+        result = AttemptResult(None, "deadline: no time left for this attempt in the invocation")
     except WebhookUnresolved as exc:  # DNS may answer next time: retried on the schedule
         result = AttemptResult(None, exc.message)
     except WebhookRefused as exc:

@@ -257,3 +257,13 @@ def test_a_delivered_or_refused_record_succeeds_without_backoff_and_garbage_is_d
     assert process_record(_body(), 1, attempt=lambda q, n: done, backoff=backoffs.append) is done
     assert process_record("not json", 1, attempt=lambda q, n: done, backoff=backoffs.append) is None
     assert backoffs == []
+
+
+def test_an_attempt_with_no_time_left_sends_nothing_and_is_retried() -> None:
+    sent: list[object] = []
+    delivery = deliver(
+        _queued(), 1, secret=SECRET, allow_loopback_http=False, jobs=None, now=_now,
+        resolve=lambda host, port: ["93.184.215.14"], send=lambda *a, **k: sent.append(a) or AttemptResult(204),
+        deadline=time.monotonic() - 1,
+    )  # fmt: skip
+    assert sent == [] and delivery.retry is True and (delivery.result.error or "").startswith("deadline")
