@@ -36,6 +36,9 @@ jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 sqs = client("sqs")
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 pool = ThreadPoolExecutor(max_workers=settings.webhook_delivery_concurrency, thread_name_prefix="webhook")
+# One event loop for the execution environment: Powertools runs each batch on the current loop (asyncio's implicit
+# creation of one is deprecated).
+asyncio.set_event_loop(asyncio.new_event_loop())
 _invocation = {"started": 0.0, "ends": 0.0}  # time.monotonic() of this invocation's start and usable end
 
 

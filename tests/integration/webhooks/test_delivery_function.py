@@ -223,7 +223,7 @@ def test_a_secrets_manager_error_fails_the_records_not_the_invocation(aws: dict,
 
 
 @contextlib.contextmanager
-def hanging_receiver(expected: int) -> Iterator[dict[str, Any]]:
+def hanging_receiver() -> Iterator[dict[str, Any]]:
     """Accepts connections and never answers; counts how many are open at once and how many the client closed."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
     listener.setblocking(False)
@@ -269,7 +269,7 @@ def test_ten_hanging_receivers_in_one_batch_end_at_the_deadline_inside_the_timeo
     template = load_template()["Resources"]
     timeout = template["WebhookDeliveryFunction"]["Properties"]["Timeout"]
     batch = template["WebhookDeliveryEventSource"]["Properties"]["BatchSize"]
-    with hanging_receiver(batch) as seen:
+    with hanging_receiver() as seen:
         for n in range(batch):
             _send(sqs, url, f"http://127.0.0.1:{seen['port']}/slow/{n}")
         messages = _receive(sqs, url, batch)
