@@ -1,13 +1,26 @@
 """Webhook delivery: fed by the webhook queue (SQS, subscribed to the job-events topic with a filter on the event's
 ``webhook`` attribute); one signed POST per event and attempt (``omnireel.webhooks``).
 
-A failed attempt stays in the queue, invisible for an exponentially growing delay (ChangeMessageVisibility), and is
-reported as a batch item failure; after ``WEBHOOK_MAX_ATTEMPTS`` receives SQS moves it to the dead-letter queue. A
-consumer's 2xx ends it, and so does a target refused at delivery (it would be refused again).
+The batch goes through Powertools' ``AsyncBatchProcessor``: every record is its own task, delivered on a thread of
+``WEBHOOK_DELIVERY_CONCURRENCY`` (the attempts wait on receivers, not on the CPU), and only the records that failed
+are returned as ``batchItemFailures``. A failed attempt stays in the queue, invisible for an exponentially growing
+delay (its own ChangeMessageVisibility, capped within SQS's 12 hours from the receive); after
+``WEBHOOK_MAX_ATTEMPTS`` receives SQS moves it to the dead-letter queue (the last failed attempt makes it visible at
+once, so the next receive moves it there instead of after one more delay). A consumer's 2xx ends it, and so does a
+target refused at delivery (it would be refused again); a host that does not resolve is retried.
+
+Each attempt has one deadline (``WEBHOOK_ATTEMPT_DEADLINE_SECONDS``, and never past the invocation's own end minus
+the time recording it takes), so a batch of receivers that all hang ends inside the function's Timeout.
 """
 
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from typing import Any
 
+from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.clients import client
@@ -16,55 +29,79 @@ from omnireel.aws.record_owners import RecordOwners
 from omnireel.aws.secrets import WebhookMasterKey
 from omnireel.observability import MetricUnit, logger, metrics, tracer
 from omnireel.settings import WebhookSettings
-from omnireel.webhook_delivery import retry_delay_s
+from omnireel.webhook_delivery import RECORD_OVERHEAD_S, retry_delay_s
 from omnireel.webhook_signing import delivery_secrets
-from omnireel.webhooks import deliver, parse_queued
+from omnireel.webhooks import Delivery, QueuedEvent, deliver, process_record
 
 settings = WebhookSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 sqs = client("sqs")
 master_key = WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
 owners = RecordOwners(settings.jobs_table, settings.batches_table)
+processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+pool = ThreadPoolExecutor(max_workers=settings.webhook_delivery_concurrency, thread_name_prefix="webhook")
+# One event loop for the execution environment: Powertools runs each batch on the current loop (asyncio's implicit
+# creation of one is deprecated).
+asyncio.set_event_loop(asyncio.new_event_loop())
+_invocation = {"started": 0.0, "ends": 0.0}  # time.monotonic() of this invocation's start and usable end
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _attempt(queued: QueuedEvent, attempt: int) -> Delivery:
+    deadline = min(time.monotonic() + settings.webhook_attempt_deadline_seconds, _invocation["ends"])
+    return deliver(
+        queued,
+        attempt,
+        # the job's (or batch's) owner's secret; two during a rotation's grace period (omnireel.webhook_signing)
+        secret=delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
+        allow_loopback_http=settings.webhook_allow_loopback_http,
+        jobs=jobs,
+        now=_now,
+        deadline=deadline,
+        connect_timeout_s=settings.webhook_connect_timeout_seconds,
+    )
+
+
+def _deliver_record(record: SQSRecord) -> Delivery | None:
+    """One record, on a pool thread."""
+
+    def backoff(attempt: int) -> None:
+        invoked_s_ago = time.monotonic() - _invocation["started"]
+        delay = retry_delay_s(attempt, settings.webhook_retry_base_seconds, invoked_s_ago=invoked_s_ago)
+        if attempt >= settings.webhook_max_attempts:  # the last one: visible now, SQS's next receive dead-letters it
+            delay = 0
+        sqs.change_message_visibility(
+            QueueUrl=settings.webhook_queue_url, ReceiptHandle=record.receipt_handle, VisibilityTimeout=delay
+        )
+
+    receive_count = int(record.attributes.approximate_receive_count or "1")
+    return process_record(record.body, receive_count, attempt=_attempt, backoff=backoff)
+
+
+async def _record_handler(record: SQSRecord) -> None:
+    try:
+        delivery = await asyncio.get_running_loop().run_in_executor(pool, _deliver_record, record)
+    except Exception:
+        metrics.add_metric(name="webhook_attempt_failed", unit=MetricUnit.Count, value=1)
+        raise
+    if delivery is not None:
+        delivered = delivery.result.delivered
+        metrics.add_metric(
+            name="webhook_delivered" if delivered else "webhook_attempt_failed", unit=MetricUnit.Count, value=1
+        )
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict, context: LambdaContext) -> dict:
-    failures = []
-    for record in event.get("Records", []):
-        try:
-            queued = parse_queued(record["body"])
-        except (ValueError, KeyError, TypeError) as exc:
-            logger.error(
-                "not a webhook event: dropped", extra={"message_id": record.get("messageId"), "error": str(exc)}
-            )
-            continue
-        attempt = int(record.get("attributes", {}).get("ApproximateReceiveCount", "1"))
-        delivery = deliver(
-            queued,
-            attempt,
-            secret=delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
-            allow_loopback_http=settings.webhook_allow_loopback_http,
-            jobs=jobs,
-            now=_now,
-            connect_timeout_s=settings.webhook_connect_timeout_seconds,
-            read_timeout_s=settings.webhook_read_timeout_seconds,
-        )
-        metrics.add_metric(
-            name="webhook_delivered" if delivery.result.delivered else "webhook_attempt_failed",
-            unit=MetricUnit.Count,
-            value=1,
-        )
-        if delivery.retry:
-            sqs.change_message_visibility(
-                QueueUrl=settings.webhook_queue_url,
-                ReceiptHandle=record["receiptHandle"],
-                VisibilityTimeout=retry_delay_s(attempt, settings.webhook_retry_base_seconds),
-            )
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+def handler(event: dict, context: LambdaContext) -> dict[str, Any]:
+    started = time.monotonic()
+    _invocation["started"] = started
+    _invocation["ends"] = started + context.get_remaining_time_in_millis() / 1000 - RECORD_OVERHEAD_S
+    response = async_process_partial_response(
+        event=event, record_handler=_record_handler, processor=processor, context=context
+    )
+    return dict(response)

@@ -24,6 +24,13 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
   boto3 until its attempts run out), so a job record exists whose execution never started - what the job deadline's
   safety net (FailOverdueJobs) must end.
 
+- ``dynamodb_throttle``: ``{"match": ["<job id>", "webhook_deliveries"], "count": 4}``: the next ``count`` DynamoDB
+  requests whose JSON body contains every ``match`` string answer ``ProvisionedThroughputExceededException`` (HTTP
+  400; botocore's standard mode retries it, 4 attempts in all), as a hot key does on AWS (moto patch 28).
+- ``dns``: the resolver hook of the Lambda functions for host names under ``.test`` (``local_dns.py``: fail N times
+  with ``EAI_AGAIN`` / ``EAI_FAIL`` / ``EAI_NONAME``, then answer a loopback address). Read by the function
+  processes themselves from the config file (not from ``OMNIREEL_LOCAL_FAULTS``).
+
 Configuration (JSON object with the keys above plus ``seed``): the environment variable ``OMNIREEL_LOCAL_FAULTS`` of
 the stack process at start, replaced at runtime by ``<OMNIREEL_HOME>/fault-injection.json`` whenever that file
 changes (write it atomically; delete it or write ``{}`` to turn everything off). Decisions are deterministic: a hash of
@@ -183,3 +190,19 @@ def lambda_crash(function_name: str, payload: str) -> float | None:
 def start_execution_failure(name: str) -> bool:
     """Step Functions StartExecution for execution ``name``: True to refuse it (throttled)."""
     return _rate_hit("sfn_start_failure_rate", "sfn_start", name, "sfn_start_failure")
+
+
+def dynamodb_throttle(body: str) -> bool:
+    """True to answer this DynamoDB request with a throttle (``dynamodb_throttle``: its ``count`` is used up by the
+    requests that match, in any function)."""
+    spec = _current().get("dynamodb_throttle") or {}
+    matches = spec.get("match") or []
+    if not matches or not all(str(m) in body for m in matches):
+        return False
+    with _lock:
+        _seen["dynamodb_throttle"] += 1
+        nth = _seen["dynamodb_throttle"]
+    if nth > int(spec.get("count", 0)):
+        return False
+    record("dynamodb_throttle", str(matches[0]), nth=nth)
+    return True

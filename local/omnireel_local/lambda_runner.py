@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fault_injection
+from . import fault_injection, local_dns
 from .identities import Credentials
 
 log = logging.getLogger("omnireel_local.lambda")
@@ -207,8 +207,11 @@ class LambdaRunner:
         log_dir: Path,
         max_workers_per_function: int = 4,
         credentials: Callable[[str, str, float], Credentials] | None = None,
+        faults_file: Path | None = None,
     ):
-        """``credentials(function_name, role_arn, valid_for_s)``: a session of the function's role."""
+        """``credentials(function_name, role_arn, valid_for_s)``: a session of the function's role. ``faults_file``:
+        the stack's fault-injection config, for the workers' resolver hook (``local_dns``)."""
+        self.faults_file = faults_file
         self.moto_endpoint = moto_endpoint
         self.credentials = credentials
         self.region = region
@@ -378,6 +381,7 @@ class LambdaRunner:
                 "LAMBDA_TASK_ROOT": str(code.code_dir),
                 "_HANDLER": inv.handler,
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                **({local_dns.ENV: str(self.faults_file)} if self.faults_file else {}),
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONDONTWRITEBYTECODE": "1",
             }

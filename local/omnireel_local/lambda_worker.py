@@ -151,6 +151,9 @@ def main() -> int:
         sys.path.insert(0, path)
     for name in NOT_ON_LAMBDA:
         sys.modules[name] = None  # type: ignore[assignment]  # `import awscrt` raises ImportError, as on Lambda
+    from . import local_dns
+
+    local_dns.install()  # the local stack's resolver hook for `.test` names (local_dns.py); nothing else changes
 
     def send(message: dict[str, Any]) -> None:
         channel.write(json.dumps(message) + "\n")

@@ -565,6 +565,18 @@ def apply(
     #    pipeline harness applies it too). Requests were serialised by the GIL anyway: no I/O happens inside.
     patch_dynamodb_atomic_requests()
 
+    # 27. SQS ChangeMessageVisibility: AWS refuses a new timeout that would end more than 12 hours after the receive
+    #    that produced the receipt handle (InvalidParameterValue, "Total VisibilityTimeout for the message is beyond
+    #    the limit [43200 seconds]"); moto measures the 12 hours from the message's *send*, so it refused any change
+    #    on a message older than 12 hours and accepted 43,200 s seconds after a late receive. Measured from the
+    #    receive here (``patch_sqs_visibility_limit``); the batch call answers the refusal per entry, as AWS does.
+    patch_sqs_visibility_limit()
+
+    # 28. Fault hook (off by default; fault_injection.py ``dynamodb_throttle``): a DynamoDB request whose body matches
+    #    answers ProvisionedThroughputExceededException, as a hot partition does on AWS, so a test can fail one
+    #    record's bookkeeping (a webhook attempt's UpdateItem) and not the others (``patch_dynamodb_fault_hook``).
+    patch_dynamodb_fault_hook()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -811,6 +823,70 @@ def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = s
     set_attribute(SQSBackend, "send_message", send_message)
 
 
+SQS_MAX_VISIBILITY_S = 43200  # a message's visibility ends at most 12 hours after the receive (AWS)
+
+
+def patch_sqs_visibility_limit(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 27 (see ``apply``): each receipt handle remembers when its receive happened, and ChangeMessageVisibility
+    refuses a timeout ending more than ``SQS_MAX_VISIBILITY_S`` after it, with AWS's error."""
+
+    from moto.core.utils import unix_time_millis
+    from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
+    from moto.sqs.models import Message, SQSBackend
+
+    original_received = Message.mark_received
+    if getattr(original_received, "omnireel_receive_times", False):
+        return
+
+    def mark_received(self: Any, visibility_timeout: int | None = None) -> None:
+        original_received(self, visibility_timeout)
+        times = self.__dict__.setdefault("omnireel_received_ms", {})
+        times[self.receipt_handle] = unix_time_millis()
+
+    def change_message_visibility(self: Any, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
+        queue = self.get_queue(queue_name)
+        for message in queue._messages:
+            if not message.had_receipt_handle(receipt_handle):
+                continue
+            received_ms = message.__dict__.get("omnireel_received_ms", {}).get(receipt_handle)
+            if received_ms is None:  # received before the patch (cannot happen in the stack): moto's send time
+                received_ms = message.sent_timestamp
+            if unix_time_millis() + int(visibility_timeout) * 1000 - received_ms > SQS_MAX_VISIBILITY_S * 1000:
+                raise InvalidParameterValue(
+                    f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: Total "
+                    f"VisibilityTimeout for the message is beyond the limit [{SQS_MAX_VISIBILITY_S} seconds]"
+                )
+            message.change_visibility(visibility_timeout)
+            if message.visible and message in queue.pending_messages:
+                queue.pending_messages.remove(message)
+            return
+        raise ReceiptHandleIsInvalid
+
+    def change_message_visibility_batch(self: Any, queue_name: str, entries: list[dict[str, Any]]) -> Any:
+        success, failed = [], []
+        for entry in entries:
+            try:
+                timeout = int(entry["VisibilityTimeout"])
+                if not 0 <= timeout <= SQS_MAX_VISIBILITY_S:
+                    raise ValueError(timeout)
+            except (KeyError, TypeError, ValueError):
+                failed.append({"Id": entry.get("Id"), "SenderFault": True, "Code": "InvalidParameterValue",
+                               "Message": "Visibility timeout invalid"})  # fmt: skip
+                continue
+            try:
+                self.change_message_visibility(queue_name, entry["ReceiptHandle"], timeout)
+            except (InvalidParameterValue, ReceiptHandleIsInvalid) as exc:
+                failed.append({"Id": entry["Id"], "SenderFault": True, "Code": exc.code, "Message": exc.message})
+            else:
+                success.append(entry["Id"])
+        return success, failed
+
+    mark_received.omnireel_receive_times = True  # type: ignore[attr-defined]
+    set_attribute(Message, "mark_received", mark_received)
+    set_attribute(SQSBackend, "change_message_visibility", change_message_visibility)
+    set_attribute(SQSBackend, "change_message_visibility_batch", change_message_visibility_batch)
+
+
 _PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)
 
 
@@ -946,6 +1022,31 @@ def patch_dynamodb_atomic_requests(set_attribute: Callable[[Any, str, Any], None
 
     call_action.omnireel_atomic = True  # type: ignore[attr-defined]
     set_attribute(DynamoHandler, "call_action", call_action)
+
+
+def patch_dynamodb_fault_hook(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 28 (see ``apply``): DynamoDB item requests consult ``fault_injection.dynamodb_throttle`` first."""
+    from moto.dynamodb.exceptions import DynamodbException
+    from moto.dynamodb.responses import DynamoHandler
+
+    for action in ("get_item", "put_item", "update_item", "delete_item", "query", "transact_write_items"):
+        original = getattr(DynamoHandler, action)
+        if getattr(original, "omnireel_fault_hook", False):
+            continue
+
+        def hooked(self: Any, _original: Any = original) -> Any:
+            raw = self.body
+            body = raw.decode(errors="replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
+            body = body or json.dumps(raw, default=str)
+            if fault_injection.dynamodb_throttle(body):
+                raise DynamodbException(
+                    "ProvisionedThroughputExceededException",
+                    "The level of configured provisioned throughput for the table was exceeded (injected)",
+                )
+            return _original(self)
+
+        hooked.omnireel_fault_hook = True  # type: ignore[attr-defined]
+        set_attribute(DynamoHandler, action, hooked)
 
 
 def _patch_dynamodb_transactions() -> None:

@@ -138,6 +138,7 @@ class Stack:
             credentials=lambda name, role, valid_for: roles.get(
                 role, "lambda.amazonaws.com", name, valid_for=valid_for
             ),
+            faults_file=self.home / fault_injection.CONFIG_FILE,
         )
 
         fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json

@@ -134,4 +134,8 @@ class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=43200)] = 30
     webhook_max_attempts: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 13
     webhook_connect_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=10)] = 3.0
-    webhook_read_timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=30)] = 10.0
+    # One deadline per attempt: resolution, connect, TLS, request and answer together (template: the batch, the
+    # concurrency, this deadline and the function's Timeout are sized together; tests/unit/template checks the rule).
+    webhook_attempt_deadline_seconds: Annotated[float, msgspec.Meta(gt=0, le=60)] = 10.0
+    # Records of one batch delivered at once (threads: the attempts wait on the network, not the CPU).
+    webhook_delivery_concurrency: Annotated[int, msgspec.Meta(ge=1, le=10)] = 10

@@ -1,7 +1,9 @@
 """Where a webhook may be sent: the SSRF defences, applied when a job is submitted and again at every delivery.
 
 - On AWS only ``https://``. ``http://`` is accepted only for a loopback address when the deployment says so
-  (``WEBHOOK_ALLOW_LOOPBACK_HTTP``: the local stack's setting, never a template default).
+  (``WEBHOOK_ALLOW_LOOPBACK_HTTP``: the local stack's setting, never a template default): a literal ``127.0.0.1`` /
+  ``::1``, or a name under ``.test`` (RFC 6761: reserved for testing, never delegated on the internet) that resolves
+  to loopback addresses only - the local stack's resolver hook answers such names (local/README.md).
 - The host is resolved and *every* address must be global: private (10/8, 172.16/12, 192.168/16, fc00::/7), loopback,
   link-local (169.254/16 - the instance metadata service - and fe80::/10), site-local (fec0::/10), shared (100.64/10),
   multicast, reserved and unspecified addresses are refused, as are the metadata services' IPv6 addresses. An IPv6
@@ -11,6 +13,9 @@
   global, so they are checked here, not left to it.
 - The URL carries no credentials (``user:pass@``), and a delivery sends the URL's authority exactly as written as its
   ``Host`` header (``https://h/`` -> ``h``; http.client alone would send ``h:443``, its default port being 80).
+- A host that does not resolve (``EAI_AGAIN``, ``SERVFAIL``, ``NXDOMAIN``, a resolver timeout) raises
+  ``WebhookUnresolved``: refused when a job is submitted, but a delivery retries it on the schedule (DNS failures are
+  often temporary). Only an address that resolved and is refused by policy ends a delivery's retries.
 - The delivery connects to the address that was checked (no second DNS answer can swap it: DNS rebinding), with short
   connect and read timeouts, and never follows a redirect (a 3xx is a failed attempt).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -35,6 +41,12 @@ _SITE_LOCAL = ipaddress.ip_network("fec0::/10")  # RFC 3879 (deprecated), still 
 
 class WebhookRefused(InvalidRequest):
     code = "WebhookRefused"
+
+
+class WebhookUnresolved(WebhookRefused):
+    """The host did not resolve (now): a 400 at submit, a retried attempt at delivery."""
+
+    retryable = True
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,32 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     return address.sixtofour
 
 
+def resolve_within(resolve: Resolver, timeout_s: float) -> Resolver:
+    """``resolve`` bounded to ``timeout_s`` seconds (``getaddrinfo`` has no timeout of its own): past it, a
+    ``TimeoutError`` (the lookup's thread finishes on its own; its answer is dropped)."""
+
+    def bounded(host: str, port: int) -> list[str]:
+        answer: list[list[str]] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                answer.append(resolve(host, port))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                failure.append(exc)
+
+        thread = threading.Thread(target=run, name="webhook-resolve", daemon=True)
+        thread.start()
+        thread.join(max(0.0, timeout_s))
+        if failure:
+            raise failure[0]
+        if not answer:
+            raise TimeoutError(f"no answer from the resolver within {timeout_s:.1f} s")
+        return answer[0]
+
+    return bounded
+
+
 def _refusal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     if isinstance(address, ipaddress.IPv6Address):
         if address in _SITE_LOCAL:
@@ -98,18 +136,34 @@ def resolve_target(url: str, *, allow_loopback_http: bool, resolve: Resolver = s
     port = parts.port or (443 if scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     loopback_http = allow_loopback_http and host in _LOOPBACK_HOSTS
-    if scheme != "https" and not loopback_http:
+    test_name_http = allow_loopback_http and scheme == "http" and host.endswith(".test")
+    if scheme != "https" and not (loopback_http or test_name_http):
         raise WebhookRefused("webhook: must be an https:// URL")
     if loopback_http:  # the local stack's own receivers: a literal loopback address, nothing resolved
         return WebhookTarget(scheme, host, port, target, host, authority)
     try:
         addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in resolve(host, port)]
-    except (OSError, UnicodeError, ValueError) as exc:
-        raise WebhookRefused(f"webhook: the host {host[:64]} does not resolve ({type(exc).__name__})") from None
+    except UnicodeError as exc:  # not a name any resolver can look up: the same answer every time
+        raise WebhookRefused(f"webhook: the host {host[:64]} is not a valid name ({type(exc).__name__})") from None
+    except (OSError, ValueError) as exc:
+        raise WebhookUnresolved(f"webhook: the host {host[:64]} does not resolve ({_why(exc)})") from None
     if not addresses:
-        raise WebhookRefused(f"webhook: the host {host[:64]} does not resolve")
+        raise WebhookUnresolved(f"webhook: the host {host[:64]} does not resolve (no address)")
+    if test_name_http:  # the local stack's test names: http:// only to loopback addresses
+        if not all(address.is_loopback for address in addresses):
+            raise WebhookRefused("webhook: must be an https:// URL")
+        return WebhookTarget(scheme, host, port, target, str(addresses[0]), authority)
     for address in addresses:
         why = _refusal(address)
         if why:
             raise WebhookRefused(f"webhook: the host {host[:64]} resolves to a {why} address ({address}): refused")
     return WebhookTarget(scheme, host, port, target, str(addresses[0]), authority)
+
+
+def _why(exc: BaseException) -> str:
+    """``EAI_AGAIN``-style name of a resolver error when it has one (``socket.gaierror``), else the exception's type."""
+    if isinstance(exc, socket.gaierror):
+        for name in ("EAI_AGAIN", "EAI_FAIL", "EAI_NONAME", "EAI_NODATA", "EAI_SYSTEM"):
+            if exc.errno == getattr(socket, name, None):
+                return f"{name}: {exc.strerror}"
+    return type(exc).__name__

@@ -10,6 +10,7 @@ import http.server
 import ipaddress
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def test_a_nat64_metadata_address_at_delivery_is_refused_without_a_connection() 
     delivery = deliver(
         queued, 1, secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", allow_loopback_http=False, jobs=None,
         now=lambda: dt.datetime(2026, 12, 1, tzinfo=dt.UTC), resolve=_resolver("64:ff9b::a9fe:a9fe"),
-        send=lambda *a, **k: sent.append(a),
+        deadline=time.monotonic() + 5, send=lambda *a, **k: sent.append(a),
     )  # fmt: skip
     assert sent == [] and delivery.retry is False and "link-local" in (delivery.result.error or "")
 
@@ -175,7 +176,8 @@ def test_an_https_delivery_sends_the_authority_as_written_as_host(
     https_port, _, tls = recorder
     checked = resolve_target(url, allow_loopback_http=False, resolve=_resolver("93.184.215.14"))
     local = dataclasses.replace(checked, address="127.0.0.1", port=https_port)
-    result = post(local, b"{}", {"content-type": "application/json"}, connect_timeout_s=2, read_timeout_s=5, tls=tls)
+    headers = {"content-type": "application/json"}
+    result = post(local, b"{}", headers, connect_timeout_s=2, deadline=time.monotonic() + 5, tls=tls)
     assert result.status == 204, result.error
     assert _Recorder.hosts == [[host]]  # exactly one Host header, the URL's authority
 
@@ -183,7 +185,7 @@ def test_an_https_delivery_sends_the_authority_as_written_as_host(
 def test_an_http_loopback_delivery_sends_host_and_port(recorder: tuple[int, int, ssl.SSLContext]) -> None:
     _, http_port, _ = recorder
     target = resolve_target(f"http://127.0.0.1:{http_port}/h", allow_loopback_http=True)
-    result = post(target, b"{}", {}, connect_timeout_s=2, read_timeout_s=5)
+    result = post(target, b"{}", {}, connect_timeout_s=2, deadline=time.monotonic() + 5)
     assert result.status == 204, result.error
     assert _Recorder.hosts == [[f"127.0.0.1:{http_port}"]]
 

@@ -4,14 +4,23 @@ resolver (no packet is ever sent), one delivery attempt and the retry schedule."
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from omnireel.events import sns_message_attributes
 from omnireel.request import parse_job_request
-from omnireel.webhook_delivery import AttemptResult, retry_delay_s, retry_span_s, signed_headers
-from omnireel.webhook_target import WebhookRefused, resolve_target
+from omnireel.webhook_delivery import (
+    MAX_DELAY_S,
+    RECEIVE_TO_INVOKE_MARGIN_S,
+    SAFETY_MARGIN_S,
+    AttemptResult,
+    retry_delay_s,
+    retry_span_s,
+    signed_headers,
+)
+from omnireel.webhook_target import WebhookRefused, WebhookUnresolved, resolve_target
 from omnireel.webhooks import deliver, parse_queued
 
 # The test vector the Standard Webhooks reference libraries publish (libraries/*/tests: "test_sign_function").
@@ -100,11 +109,11 @@ def test_http_is_refused_unless_the_deployment_allows_loopback_http() -> None:
     assert (local.address, local.port) == ("127.0.0.1", 9000)
 
 
-def test_an_unresolvable_host_is_refused() -> None:
+def test_an_unresolvable_host_is_refused_as_unresolved() -> None:
     def fails(host: str, port: int) -> list[str]:
         raise OSError("no such host")
 
-    with pytest.raises(WebhookRefused, match="does not resolve"):
+    with pytest.raises(WebhookUnresolved, match="does not resolve"):  # a WebhookRefused: a 400 at submit
         resolve_target("https://nowhere.invalid/", allow_loopback_http=False, resolve=fails)
 
 
@@ -176,13 +185,17 @@ def _now() -> datetime:
     return datetime(2026, 12, 1, tzinfo=UTC)
 
 
+def _deadline(seconds: float = 10) -> float:
+    return time.monotonic() + seconds
+
+
 def test_a_host_that_resolves_inside_at_delivery_is_refused_without_a_connection() -> None:
     """Submitted while it resolved publicly; at delivery it resolves to the metadata address (DNS rebinding)."""
     sent: list[object] = []
     jobs = _Jobs()
     delivery = deliver(
         _queued(), 1, secret=VECTOR_SECRET, allow_loopback_http=False, jobs=jobs, now=_now,  # type: ignore[arg-type]
-        resolve=_resolver("169.254.169.254"), send=lambda *a, **k: sent.append(a),
+        resolve=_resolver("169.254.169.254"), send=lambda *a, **k: sent.append(a), deadline=_deadline(),
     )  # fmt: skip
     assert sent == [] and delivery.retry is False
     ((job_id, event_type, state),) = jobs.recorded
@@ -199,13 +212,14 @@ def test_a_delivery_is_signed_sent_to_the_checked_address_and_recorded() -> None
 
     jobs = _Jobs()
     queued = _queued()
+    deadline = _deadline()
     delivery = deliver(
         queued, 3, secret=VECTOR_SECRET, allow_loopback_http=False, jobs=jobs, now=_now,  # type: ignore[arg-type]
-        resolve=_resolver("93.184.215.14"), send=send, connect_timeout_s=2, read_timeout_s=5,
+        resolve=_resolver("93.184.215.14"), send=send, connect_timeout_s=2, deadline=deadline,
     )  # fmt: skip
     assert delivery.retry is False and delivery.result.delivered
     assert seen["target"].address == "93.184.215.14" and seen["body"] == queued.body.encode()
-    assert seen["timeouts"] == {"connect_timeout_s": 2, "read_timeout_s": 5}
+    assert seen["timeouts"] == {"connect_timeout_s": 2, "deadline": deadline}
     from standardwebhooks.webhooks import Webhook
 
     now = datetime.now(UTC)  # verify as a consumer would: the same library, a fresh timestamp
@@ -219,14 +233,17 @@ def test_a_delivery_is_signed_sent_to_the_checked_address_and_recorded() -> None
 def test_anything_but_a_2xx_is_retried(status: int | None) -> None:
     delivery = deliver(
         _queued(), 1, secret=VECTOR_SECRET, allow_loopback_http=False, jobs=None, now=_now,
-        resolve=_resolver("93.184.215.14"), send=lambda *a, **k: AttemptResult(status, "no"),
+        resolve=_resolver("93.184.215.14"), send=lambda *a, **k: AttemptResult(status, "no"), deadline=_deadline(),
     )  # fmt: skip
     assert delivery.retry is True
 
 
-def test_the_backoff_doubles_is_capped_at_sqs_maximum_and_lasts_over_a_day() -> None:
+def test_the_backoff_doubles_is_capped_within_sqs_12_hours_and_lasts_over_a_day() -> None:
     assert [retry_delay_s(n, 30) for n in (1, 2, 3)] == [30, 60, 120]
-    assert retry_delay_s(40, 30) == 43200
+    # 12 h from the receive, minus the receive-to-invoke margin and a safety margin; minus the invocation's age
+    assert retry_delay_s(40, 30) == MAX_DELAY_S == 43200 - RECEIVE_TO_INVOKE_MARGIN_S - SAFETY_MARGIN_S
+    assert retry_delay_s(12, 30, invoked_s_ago=25.4) == MAX_DELAY_S - 26  # the age rounded up
+    assert [retry_delay_s(n, 30) for n in (11, 12, 13)] == [30720, MAX_DELAY_S, MAX_DELAY_S]
     assert retry_span_s(30, 13) >= 86400  # the template's maxReceiveCount 13 with the default base
     assert retry_span_s(30, 12) < 86400  # one attempt fewer would not reach a day
 
@@ -239,6 +256,6 @@ def test_a_post_to_a_closed_port_fails_fast_and_follows_no_redirect() -> None:
 
     result = post(
         WebhookTarget("http", "127.0.0.1", free_port(), "/", "127.0.0.1"), b"{}", {},
-        connect_timeout_s=1, read_timeout_s=1,
+        connect_timeout_s=1, deadline=_deadline(1),
     )  # fmt: skip
     assert result.status is None and "connect" in (result.error or "")

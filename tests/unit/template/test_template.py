@@ -535,6 +535,38 @@ def test_webhook_retries_last_over_a_day_then_reach_the_dead_letter_queue(
     assert sam["Parameters"]["WebhookAllowLoopbackHttp"]["Default"] == "false"
 
 
+def test_every_sqs_fed_function_is_sized_for_its_worst_batch(cfn: dict[str, Any]) -> None:
+    """Issue 25: for every SQS event source mapping, the queue's visibility is at least 6x the function's Timeout
+    (AWS's rule). For the webhook delivery function (its records may each wait on a receiver up to the attempt
+    deadline), a batch whose every receiver holds its attempt to the deadline ends inside the Timeout, and the longest
+    backoff's receive-to-invoke margin covers the visibility the poller's receive starts with."""
+    from omnireel.webhook_delivery import RECEIVE_TO_INVOKE_MARGIN_S, VISIBILITY_PER_TIMEOUT, worst_case_invocation_s
+
+    resources = cfn["Resources"]
+    mappings = {
+        name: r["Properties"]
+        for name, r in resources.items()
+        if r["Type"] == "AWS::Lambda::EventSourceMapping"
+        and "Fn::GetAtt" in r["Properties"]["EventSourceArn"]
+        and resources[r["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]]["Type"] == "AWS::SQS::Queue"
+    }
+    assert mappings, "no SQS event source mapping found"
+    for name, mapping in mappings.items():
+        queue = resources[mapping["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
+        function = mapping["FunctionName"]["Ref"]
+        timeout = props(cfn, function).get("Timeout", 3)
+        visibility = queue.get("VisibilityTimeout", 30)
+        assert visibility >= VISIBILITY_PER_TIMEOUT * timeout, f"{name}: visibility {visibility} < 6 x {timeout}"
+        env = props(cfn, function).get("Environment", {}).get("Variables", {})
+        if "WEBHOOK_ATTEMPT_DEADLINE_SECONDS" not in env:
+            continue
+        batch = int(mapping.get("BatchSize", 10))
+        concurrency = int(env["WEBHOOK_DELIVERY_CONCURRENCY"])
+        worst = worst_case_invocation_s(batch, concurrency, float(env["WEBHOOK_ATTEMPT_DEADLINE_SECONDS"]))
+        assert worst <= timeout, f"{function}: a batch of hanging receivers needs {worst} s > Timeout {timeout}"
+        assert visibility <= RECEIVE_TO_INVOKE_MARGIN_S, "the backoff cap assumes the receive was this recent"
+
+
 def test_generate_image_may_publish_job_image_ready_to_the_job_events_topic_only(cfn: dict[str, Any]) -> None:
     statements = [
         s
