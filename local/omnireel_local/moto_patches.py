@@ -565,6 +565,12 @@ def apply(
     #    pipeline harness applies it too). Requests were serialised by the GIL anyway: no I/O happens inside.
     patch_dynamodb_atomic_requests()
 
+    # 28. SQS sizes as AWS counts them (issue 25 item 9): a message is the UTF-8 bytes of its body plus each message
+    #    attribute's name, type and value, at most the queue's MaximumMessageSize (262,144 bytes unless the queue sets
+    #    it); a SendMessageBatch's messages together at most 1 MiB. moto counted characters (a body of 4-byte
+    #    characters passed at 4x the limit) and defaulted MaximumMessageSize to 1 MiB (``patch_sqs_message_sizes``).
+    patch_sqs_message_sizes()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -809,6 +815,72 @@ def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = s
     send_message.omnireel_cheap_attributes = True  # type: ignore[attr-defined]
     set_attribute(Queue, "attributes", property(attributes))
     set_attribute(SQSBackend, "send_message", send_message)
+
+
+# SQS's documented limits (docs/decisions.md "Batch queue payloads"): a queue that does not set MaximumMessageSize
+# takes 262,144 bytes (256 KiB; CreateQueue's attribute reference); a SendMessageBatch's messages together (the sum of
+# their sizes) at most 1,048,576 bytes (1 MiB; the SendMessageBatch reference).
+SQS_DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
+SQS_MAXIMUM_BATCH_BYTES = 1_048_576
+
+
+def sqs_message_size(body: str, attributes: dict[str, Any] | None) -> int:
+    """A message's size as SQS counts it: the body's UTF-8 bytes plus, per message attribute, its name, data type and
+    value (string: UTF-8 bytes; binary: the bytes)."""
+
+    def size(value: Any) -> int:
+        if value is None:
+            return 0
+        return len(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value))
+
+    total = size(body)
+    for name, attribute in (attributes or {}).items():
+        total += size(name) + size(attribute.get("DataType"))
+        total += size(attribute.get("StringValue")) + size(attribute.get("BinaryValue"))
+    return total
+
+
+def patch_sqs_message_sizes(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 28 (see ``apply``): SendMessage refuses a message over the queue's MaximumMessageSize
+    (``InvalidParameterValue``, AWS's code and wording) counted in bytes; SendMessageBatch refuses a call whose
+    messages together exceed 1 MiB (``BatchRequestTooLong``) and, like SendMessage, any entry over the queue's limit;
+    a queue created without MaximumMessageSize gets AWS's default, 262,144 bytes."""
+
+    from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue
+    from moto.sqs.models import Queue, SQSBackend
+
+    if getattr(SQSBackend.send_message_batch, "omnireel_sizes", False):
+        return
+    original_init = Queue.__init__
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    def init(self: Any, name: str, region: str, account_id: str, **kwargs: Any) -> None:
+        kwargs.setdefault("MaximumMessageSize", SQS_DEFAULT_MAXIMUM_MESSAGE_SIZE)
+        original_init(self, name, region, account_id, **kwargs)
+
+    def check(queue: Any, body: str, attributes: dict[str, Any] | None) -> None:
+        limit = int(queue.maximum_message_size)
+        if sqs_message_size(body, attributes) > limit:
+            raise InvalidParameterValue(
+                f"One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
+            )
+
+    def send_message(self: Any, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
+        attributes = kwargs.get("message_attributes", args[0] if args else None)
+        check(self.get_queue(queue_name), message_body, attributes)
+        return original_send(self, queue_name, message_body, *args, **kwargs)
+
+    def send_message_batch(self: Any, queue_name: str, entries: dict[str, dict[str, Any]]) -> Any:
+        sizes = [sqs_message_size(e["MessageBody"], e.get("MessageAttributes")) for e in entries.values()]
+        if sum(sizes) > SQS_MAXIMUM_BATCH_BYTES:
+            raise BatchRequestTooLong(sum(sizes))  # moto's wording names its 1 MiB constant, AWS's limit
+        return original_batch(self, queue_name, entries)  # each entry goes through send_message (checked above)
+
+    send_message_batch.omnireel_sizes = True  # type: ignore[attr-defined]
+    set_attribute(Queue, "__init__", init)
+    set_attribute(SQSBackend, "send_message", send_message)
+    set_attribute(SQSBackend, "send_message_batch", send_message_batch)
 
 
 _PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)
