@@ -571,6 +571,11 @@ def apply(
     #    characters passed at 4x the limit) and defaulted MaximumMessageSize to 1 MiB (``patch_sqs_message_sizes``).
     patch_sqs_message_sizes()
 
+    # 29. Fault hooks on SQS (off by default; fault_injection.py): ``sqs_delivery_drop`` loses SNS -> SQS deliveries
+    #    (a batch job's terminal event that never reaches BatchEventsQueue), ``sqs_send_failure`` throttles sends to
+    #    a queue (``patch_sqs_fault_hooks``). Nothing changes while the fault config is empty.
+    patch_sqs_fault_hooks()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -879,6 +884,46 @@ def patch_sqs_message_sizes(set_attribute: Callable[[Any, str, Any], None] = set
 
     send_message_batch.omnireel_sizes = True  # type: ignore[attr-defined]
     set_attribute(Queue, "__init__", init)
+    set_attribute(SQSBackend, "send_message", send_message)
+    set_attribute(SQSBackend, "send_message_batch", send_message_batch)
+
+
+def patch_sqs_fault_hooks(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 29 (see ``apply``): SNS -> SQS deliveries may be dropped and sends refused, as fault_injection.py says."""
+    from moto.core.exceptions import AWSError
+    from moto.sns.models import Subscription
+    from moto.sqs.models import SQSBackend
+
+    if getattr(Subscription.publish, "omnireel_delivery_faults", False):
+        return
+    original_publish = Subscription.publish
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    def publish(self: Any, message: str, message_id: str, subject: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if self.protocol == "sqs":
+            attributes = kwargs.get("message_attributes") or (args[0] if args else None) or {}
+            matcher = self._filter_policy_matcher
+            if (matcher is None or matcher.matches(attributes, message)) and fault_injection.drop_sqs_delivery(
+                self.endpoint.split(":")[-1]
+            ):
+                return None
+        return original_publish(self, message, message_id, subject, *args, **kwargs)
+
+    def refuse(queue_name: str) -> None:
+        if fault_injection.sqs_send_failure(queue_name):
+            raise AWSError("Rate exceeded (injected)", exception_type="RequestThrottled", status=400)
+
+    def send_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        refuse(queue_name)
+        return original_send(self, queue_name, *args, **kwargs)
+
+    def send_message_batch(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        refuse(queue_name)
+        return original_batch(self, queue_name, *args, **kwargs)
+
+    publish.omnireel_delivery_faults = True  # type: ignore[attr-defined]
+    set_attribute(Subscription, "publish", publish)
     set_attribute(SQSBackend, "send_message", send_message)
     set_attribute(SQSBackend, "send_message_batch", send_message_batch)
 

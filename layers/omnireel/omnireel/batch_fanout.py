@@ -19,6 +19,7 @@ still fails becomes a failed job naming the error, so the batch completes either
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ class Fanout:
         carried: counted from now). ``final``: the message's last receive, so a line that still fails is failed
         with the error rather than dead-lettered with its chunk."""
         batch = self._batch(batch_id)
-        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0, "expired": 0}
+        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0, "expired": 0, "failed": 0}
         queued_at = int(time.time()) if queued_at is None else queued_at
         for index, line in enumerate(lines):
             try:
@@ -142,7 +143,7 @@ class Fanout:
                 logger.exception("batch line failed on its last attempt", extra={"batch_id": batch_id,
                                                                                   "line": line.number})  # fmt: skip
                 reason = f"could not be submitted: {type(exc).__name__} on every attempt"
-                result = "rejected" if self._reject(batch, line, reason) else "already"
+                result = "rejected" if self._reject(batch, line, reason) else self._fail_accepted(batch, line, reason)
             if result == "deferred" and time.time() - queued_at > self.max_deferral_s:
                 # Bounded wait: these lines fail with the reason rather than re-queueing for ever.
                 reason = (
@@ -220,6 +221,15 @@ class Fanout:
         reason names the line. False: the line was submitted already (its own job ends it) or is past a truncation."""
         return reject_line(self._line_failure(), batch, line.number, reason)
 
+    def _fail_accepted(self, batch: Batch, line: Line, reason: str) -> str:
+        """The last attempt at a line that holds a slot but whose job did not start: its job (made now if it was
+        never written) fails with the reason; that job.failed counts the line and frees the slot."""
+        recorded = self.store.line(batch.batch_id, line.number)
+        if recorded is None or recorded.get("submitted") != "accepted":
+            return "already"
+        fail_line_job(self._line_failure(), batch, line.number, code="BatchLineFailed", message=reason)
+        return "failed"
+
     def _line_failure(self) -> LineFailure:
         return LineFailure(self.store, self.jobs, self.artifacts, self.publisher, self.presign_seconds)
 
@@ -255,21 +265,23 @@ def reject_line(deps: LineFailure, batch: Batch, number: int, reason: str, *, co
 
 
 def fail_line_job(deps: LineFailure, batch: Batch, number: int, *, code: str, message: str) -> None:
-    """The line's job as a failed job (created if it does not exist; an existing job keeps its outcome) and its one
-    ``job.failed`` (``finish_job`` publishes once)."""
+    """The line's job as a failed job (created failed if it does not exist; one that exists and is not terminal is
+    failed with the same error; a terminal one keeps its outcome) and its one ``job.failed`` (``finish_job``
+    publishes once)."""
+    text = bounded(f"line {number}: {message}")
     job = reject_submission(
         natural_key=line_natural_key(batch.natural_key, number),
         source=batch.source,
         source_version=batch.source_version,
         owner=batch.owner,
         batch=BatchRef(batch_id=batch.batch_id, line=number),
-        error=JobError(stage="accept", code=code, message=bounded(f"line {number}: {message}")),
+        error=JobError(stage="accept", code=code, message=text),
         jobs=deps.jobs,
     )
     finish_job(
         job.job_id,
         JobStatus.FAILED,
-        step_error=None,
+        step_error={"Error": code, "Cause": json.dumps({"code": code, "message": text})},
         jobs=deps.jobs,
         artifacts=deps.artifacts,
         publisher=deps.publisher,
