@@ -84,12 +84,12 @@ class Fanout:
                 raise
             # The last receive: the next failure would dead-letter the step and leave the batch running forever.
             logger.exception("batch split step failed on its last attempt", extra={"batch_id": batch_id})
-            return self.end_split(batch_id, offset, line, f"the batch file could not be split past line {line}: "
-                                  f"{type(exc).__name__} on every attempt")  # fmt: skip
+            reason = f"the batch file could not be split past line {line}: {type(exc).__name__} on every attempt"
+            return self.end_split(batch_id, offset, line, reason, code="SplitFailed")
 
-    def end_split(self, batch_id: str, offset: int, line: int, reason: str) -> str:
+    def end_split(self, batch_id: str, offset: int, line: int, reason: str, *, code: str = "SourceVersionGone") -> str:
         """End the batch at the cursor ``offset`` (file line ``line`` + 1 not read), once, with ``reason``."""
-        if not self.store.truncate_split(batch_id, offset=offset, line=line, message=bounded(reason)):
+        if not self.store.truncate_split(batch_id, offset=offset, line=line, message=bounded(reason), code=code):
             return "stale"
         logger.warning("batch split truncated", extra={"batch_id": batch_id, "line": line + 1, "reason": reason})
         # Every line read may be terminal already (or none was read): no job event would complete the batch.

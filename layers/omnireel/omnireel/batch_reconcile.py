@@ -150,8 +150,9 @@ class Reconciler:
 
     def _end_file_intake(self, batch: Batch, repairs: Repairs) -> None:
         message = f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item kept failing)"
-        if self.store.truncate_split(batch.batch_id, offset=batch.split_offset, line=batch.split_line,
-                                     message=message):  # fmt: skip
+        if self.store.truncate_split(
+            batch.batch_id, offset=batch.split_offset, line=batch.split_line, message=message, code="SplitFailed"
+        ):
             repairs.intakes_ended += 1
             repairs.details.append(f"{batch.batch_id}: file intake ended at line {batch.split_line + 1}")
             logger.warning("batch split ended by the reconciler", extra={"batch_id": batch.batch_id})

@@ -320,3 +320,34 @@ def test_batch_submit_returns_only_the_failing_record_and_ends_lines_on_the_last
         "batchItemFailures": [{"itemIdentifier": "b"}, {"itemIdentifier": "c"}]
     }
     assert aws["store"].find(batch.batch_id).rejected == 1  # record a was processed
+
+
+def test_a_split_step_failing_on_its_last_receive_ends_the_batch_at_its_cursor(aws, monkeypatch):
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="inbox")
+    s3.put_bucket_versioning(Bucket="inbox", VersioningConfiguration={"Status": "Enabled"})
+    body = b'{"prompt": ""}\n' * 3
+    put = s3.put_object(Bucket="inbox", Key="prompts/q.jsonl", Body=body)
+    from omnireel.job import SourceVersion
+
+    version = SourceVersion(version_id=put["VersionId"], etag=put["ETag"].strip('"'))
+    batch_id = aws["intake"].start_file_batch(
+        bucket="inbox", key="prompts/q.jsonl", version=version, size=len(body),
+        natural_key=f"s3://inbox/prompts/q.jsonl?versionId={put['VersionId']}", inbox=aws["fanout"].inbox,
+    )  # fmt: skip
+    (split,) = _receive(aws, "work")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("RequestThrottled")
+
+    monkeypatch.setattr(aws["fanout"].queue, "send_lines", refuse)
+    with pytest.raises(RuntimeError):
+        aws["fanout"].split_step(batch_id, split["offset"], split["line"], redelivered=True)
+    assert aws["fanout"].split_step(batch_id, split["offset"], split["line"], redelivered=True, final=True) == (
+        "truncated"
+    )
+    batch = aws["store"].find(batch_id)
+    assert batch.split_done and batch.total == 0 and batch.truncated is not None
+    assert batch.truncated.code == "SplitFailed" and batch.truncated.truncated_at_line == 1
+    (completed,) = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
+    assert completed["truncated"]["code"] == "SplitFailed" and completed["counts"]["total"] == 0

@@ -151,12 +151,14 @@ class BatchStore:
                 raise
             return False
 
-    def truncate_split(self, batch_id: str, *, offset: int, line: int, message: str) -> bool:
+    def truncate_split(
+        self, batch_id: str, *, offset: int, line: int, message: str, code: str = "SourceVersionGone"
+    ) -> bool:
         """The file version is gone at the cursor ``offset`` (file line ``line`` + 1 was not read): end the split
         there, once. From now on no line at or after it can be submitted (``submit_line``'s condition); lines of a
         step that queued them but died before its checkpoint and were submitted already stay in the batch, so
         ``total`` is the checkpointed lines plus those."""
-        truncation = BatchTruncation(message=message, truncated_at_line=line + 1)
+        truncation = BatchTruncation(code=code, message=message, truncated_at_line=line + 1)  # type: ignore[arg-type]
         try:
             self._ddb.update_item(
                 TableName=self._name,
