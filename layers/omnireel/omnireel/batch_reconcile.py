@@ -11,7 +11,9 @@ counted terminal, batch records not yet published), oldest first, and repairs wh
   reason, whose ``job.failed`` counts it as any event does;
 - an API batch whose lines were not all queued (POST /batches answered 503 and was not resent): every line not yet
   submitted fails with the reason, and the intake is closed;
-- a dropped file's batch whose splitter stopped (its step dead-lettered): ended at its cursor, as for a deleted file;
+- a dropped file's batch whose splitter stopped (its step dead-lettered): ended at its cursor, as for a deleted file
+  (``truncated.code = SplitFailed``). Intakes are ended only after 4 x ``grace_s`` without a checkpoint (1 h by
+  default), since a live split step may wait behind other batches' chunks;
 - a batch whose last line was counted but whose ``batch.completed`` was not published (a claimant that died):
   published.
 
@@ -55,6 +57,9 @@ class Reconciler:
     failure: LineFailure
     grace_s: int
     per_shard: int = 100
+    # An intake is ended only after this much silence: longer than a line's grace, because a healthy split step can
+    # wait in a busy batch queue behind other batches' chunks (INTAKE_STALL_FACTOR x the grace: 1 h by default).
+    intake_stall_factor: int = 4
 
     def run(self, moment: datetime | None = None) -> Repairs:
         moment = moment or now()
@@ -131,7 +136,8 @@ class Reconciler:
                 repairs.batches_completed += 1
             return
         updated = parse_time(batch.updated_at)
-        if updated is None or updated > cutoff:
+        stalled = cutoff - timedelta(seconds=self.grace_s * (self.intake_stall_factor - 1))
+        if updated > stalled:
             return  # the intake may still be moving
         if batch.source == "api":
             self._end_api_intake(batch, repairs)
