@@ -59,7 +59,7 @@ class Fanout:
     max_in_flight: int
     retry_base_s: int = 2
     allow_loopback_http: bool = False  # WEBHOOK_ALLOW_LOOPBACK_HTTP, as for single jobs
-    max_deferral_s: int = 21600  # BATCH_MAX_DEFERRAL_SECONDS (template: BatchMaxDeferralSeconds)
+    max_deferral_s: int = 604800  # BATCH_MAX_DEFERRAL_SECONDS (template: BatchMaxDeferralSeconds)
 
     # ------------------------------------------------------------ split
     def split_step(self, batch_id: str, offset: int, line: int, *, redelivered: bool, final: bool = False) -> str:

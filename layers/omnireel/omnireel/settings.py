@@ -84,7 +84,7 @@ class BatchSettings(InboxSettings, frozen=True, kw_only=True):
     batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
     # template.yaml BatchMaxDeferralSeconds: a line still without an in-flight slot this long after it was first
     # queued fails with that reason (its job.failed) instead of waiting forever.
-    batch_max_deferral_seconds: Annotated[int, msgspec.Meta(ge=1, le=1209600)] = 21600
+    batch_max_deferral_seconds: Annotated[int, msgspec.Meta(ge=1, le=1209600)] = 604800
     # The batch queue's redrive maxReceiveCount: on this receive a work item that still fails ends its lines (each a
     # failed job naming the error) instead of going to the dead-letter queue with nothing to tell (tests/unit/template).
     batch_max_receives: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 5
