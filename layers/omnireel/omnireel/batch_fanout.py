@@ -145,16 +145,15 @@ class Fanout:
                 reason = f"could not be submitted: {type(exc).__name__} on every attempt"
                 result = "rejected" if self._reject(batch, line, reason) else self._fail_accepted(batch, line, reason)
             if result == "deferred" and time.time() - queued_at > self.max_deferral_s:
-                # Bounded wait: these lines fail with the reason rather than re-queueing for ever.
+                # Bounded wait: the line fails with the reason rather than re-queueing for ever. The next lines still
+                # go through the normal path (a bad one fails with its own reason; a slot may have come free).
                 reason = (
                     f"no in-flight slot became free within {self.max_deferral_s} s (BatchMaxDeferralSeconds) "
                     "of the line being queued"
                 )
-                for waiting in lines[index:]:
-                    outcome["expired" if self._reject(batch, waiting, reason) else "already"] += 1
-                expired = {"batch_id": batch_id, "lines": len(lines) - index}
-                logger.warning("batch lines expired waiting for a slot", extra=expired)
-                break
+                result = "expired" if self._reject(batch, line, reason) else "already"
+                logger.warning("batch line expired waiting for a slot", extra={"batch_id": batch_id,
+                                                                               "line": line.number})  # fmt: skip
             if result == "deferred":
                 rest = lines[index:]
                 delay = min(MAX_RETRY_DELAY_S, self.retry_base_s * 2 ** min(attempt, 6))

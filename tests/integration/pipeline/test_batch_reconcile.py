@@ -206,18 +206,21 @@ def test_the_reconciler_and_a_concurrent_event_count_a_line_once(aws):
 
 
 def test_deferral_is_bounded(aws):
-    batch, _ = aws["intake"].start_api_batch(_jobs(3), owner="alice", idempotency_key="k3")
-    assert _run_work(aws)["deferred"] == 2  # line 1 holds the only slot
+    batch, _ = aws["intake"].start_api_batch([*_jobs(3), {"prompt": ""}], owner="alice", idempotency_key="k3")
+    assert _run_work(aws)["deferred"] == 3  # line 1 holds the only slot; lines 2-4 wait
     # The re-queued chunk keeps its first queue time; once older than max_deferral_s (60) its lines fail.
     (item,) = _receive_work(aws)
     assert item["attempt"] == 1 and item["queued_at"] <= time.time()
     lines = [Line.from_message(line) for line in item["lines"]]
     outcome = aws["fanout"].submit_lines(batch.batch_id, lines, 1, queued_at=int(time.time()) - 61)
-    assert outcome["expired"] == 2 and _receive(aws, "work") == []
-    failed = [e for e in _receive(aws, "events") if e["event_type"] == "job.failed"]
-    assert sorted(e["batch"]["line"] for e in failed) == [2, 3]
-    assert all("no in-flight slot became free within 60 s" in e["error"]["message"] for e in failed)
-    assert all(e["error"]["message"].startswith(f"line {e['batch']['line']}: ") for e in failed)
+    assert (outcome["expired"], outcome["rejected"]) == (2, 1) and _receive(aws, "work") == []
+    failed = {
+        e["batch"]["line"]: e["error"]["message"] for e in _receive(aws, "events") if e["event_type"] == "job.failed"
+    }
+    assert sorted(failed) == [2, 3, 4]
+    assert all("no in-flight slot became free within 60 s" in failed[n] for n in (2, 3))
+    assert "prompt" in failed[4] and "in-flight" not in failed[4]  # a bad line still fails with its own reason
+    assert all(message.startswith(f"line {n}: ") for n, message in failed.items())
 
 
 def test_the_last_receive_fails_lines_that_cannot_start(aws):
