@@ -90,8 +90,8 @@ class BatchIntake:
                 self.queue.send_lines(batch.batch_id, lines, queued_at=int(time.time()))
             except Exception as exc:
                 # The record exists and says so: the answer names it (503, retryable). Resent with the same
-                # Idempotency-Key, the lines are queued again; otherwise the reconciler ends the batch after
-                # INTAKE_GRACE_SECONDS, every line not yet submitted failing with its reason (batch_reconcile).
+                # Idempotency-Key, the lines are queued again; otherwise the reconciler ends the batch after four
+                # times BatchReconcileGraceSeconds, every line not yet submitted failing with its reason.
                 raise BatchIntakeFailed(
                     f"batch {batch.batch_id} is recorded but its jobs could not all be queued ({type(exc).__name__}); "
                     "send the same request again with the same Idempotency-Key, or the batch completes with its "
