@@ -665,6 +665,20 @@ The first run of this suite found three problems, and issue 9 three more; all ar
    artifacts may `s3:ListBucket` the artifacts bucket for the prefixes they head (`async/*`, `jobs/*`), and
    `ArtifactStore.size` never reads a 403 as "missing". The phase's expired jobs now end `VideoTimedOut`.
 
+7. **(issue 25 items 8-10) One lost event stalled batches; a 2 MB batch failed.** A batch job whose terminal event
+   never reached `BatchEventsQueue` held its in-flight slot for ever (with `BatchMaxInFlightJobs=1` every later batch
+   line was deferred for ever), and batch queue messages were counted in characters but sent ASCII-escaped (a 4-byte
+   character is 12 bytes), so `POST /batches` of 250 maximum-length jobs answered `BatchRequestTooLong` and a `.jsonl`
+   drop of the same lines dead-lettered its split with the batch left `running`. Fixed: messages are built and
+   measured in UTF-8 bytes (256 KiB per message, 1 MiB per SendMessageBatch; the local SQS now refuses more, moto patch
+   28); `reconcile_batches` counts a lost terminal event from the job record (exactly once with a late real one) and
+   ends stopped intakes; deferral is bounded (`BatchMaxDeferralSeconds`); a work item's last receive fails its lines
+   instead of dead-lettering them; every dead-letter queue and the reconciler's repairs are alarmed. Tests:
+   `tests/e2e/test_batch_limits.py` (1,000 maximum-length jobs through the front door, a 10 MiB `.jsonl` of 4-byte
+   characters through a real S3 PUT, one dropped delivery with `BatchMaxInFlightJobs=1`, POST /batches with SQS
+   throttled), `tests/integration/pipeline/test_batch_reconcile.py`. The local stack's fault hooks
+   `sqs_delivery_drop` and `sqs_send_failure` (patch 29) provoke the losses.
+
 Everything else held: no job lost under lost notifications (reconciled from S3 about one heartbeat after the drop),
 duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events (one job per object), image 5xx /
 429 / hangs (retried, then `job.failed` with the reason), queue expiry (`VideoRequestExpired`) and non-PNG images

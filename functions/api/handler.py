@@ -32,6 +32,7 @@ from omnireel.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.caller import caller_scope
 from omnireel.cancellation import cancel_job, cancellation_view
 from omnireel.errors import (
+    BatchIntakeFailed,
     BatchNotFound,
     ExecutionNameTaken,
     IdempotencyConflict,
@@ -230,6 +231,14 @@ def job_not_found(exc: JobNotFound) -> Response:
 @app.exception_handler(BatchNotFound)
 def batch_not_found(exc: BatchNotFound) -> Response:
     return _error(404, exc.code, exc.message)
+
+
+@app.exception_handler(BatchIntakeFailed)
+def batch_intake_failed(exc: BatchIntakeFailed) -> Response:
+    """503 naming the batch: it is recorded (GET /batches/{id} shows it) and ends completed either way."""
+    status_url = f"/batches/{exc.batch_id}"
+    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "batch_id": exc.batch_id}
+    return Response(503, content_types.APPLICATION_JSON, body, headers={"Location": status_url, "Retry-After": "5"})
 
 
 @app.exception_handler(IdempotencyConflict)

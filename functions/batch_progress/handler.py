@@ -1,9 +1,12 @@
 """SQS (terminal job events of batch jobs, from the job-events topic) -> batch counts; the last one completes the
-batch (manifest + ``batch.completed``). Partial batch responses: a failed event is retried alone; counting is
-idempotent per line (``omnireel.batch_progress``)."""
+batch (manifest + ``batch.completed``). Partial batch responses through Powertools' ``BatchProcessor``: only a
+record that fails is reported (``batchItemFailures``) and retried alone; counting is idempotent per line
+(``omnireel.batch_progress``)."""
 
 import json
 
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -20,24 +23,23 @@ progress = Progress(
     publisher=EventPublisher(settings.job_events_topic_arn, settings.event_bus_name),
     presign_seconds=settings.presign_seconds,
 )
+# An entire failed batch is reported record by record too (not raised): the same response shape either way.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: SQSRecord) -> None:
+    body = json.loads(record.body)
+    if "Message" in body and "TopicArn" in body:  # an SNS envelope (subscription without raw delivery)
+        body = json.loads(body["Message"])
+    completed = progress.record(body)
+    if completed is not None:
+        metrics.add_metric(name="batches_completed", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
-    failures = []
-    for record in event["Records"]:  # SQS records as dicts (no Powertools data classes: cold start)
-        try:
-            body = json.loads(record["body"])
-            if "Message" in body and "TopicArn" in body:  # an SNS envelope (subscription without raw delivery)
-                body = json.loads(body["Message"])
-            completed = progress.record(body)
-            if completed is not None:
-                metrics.add_metric(name="batches_completed", unit=MetricUnit.Count, value=1)
-        except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
-            logger.exception(
-                "batch progress event failed; it will be retried", extra={"message_id": record["messageId"]}
-            )
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )

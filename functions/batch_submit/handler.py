@@ -1,14 +1,17 @@
 """SQS (batch queue) -> the fan-out: ``split`` steps of a dropped .jsonl file and chunks of ``lines`` -> jobs.
 
-Partial batch responses: a message that fails is reported in ``batchItemFailures`` and comes back after the queue's
-visibility timeout (then to its dead-letter queue after ``maxReceiveCount``); the others are deleted. Every step is
-idempotent (``omnireel.batch_fanout``), so a redelivered message never makes a line's job twice. Concurrency is the
-event source mapping's ``MaximumConcurrency`` (template: BatchSubmitConcurrency); the in-flight bound is
-``BATCH_MAX_IN_FLIGHT_JOBS`` (template: BatchMaxInFlightJobs).
+Partial batch responses through Powertools' ``BatchProcessor``: only a record that fails is reported in
+``batchItemFailures`` and comes back after the queue's visibility timeout; the others are deleted. On its last
+receive (``BATCH_MAX_RECEIVES``, the queue's maxReceiveCount) a work item that still fails ends its lines instead of
+dead-lettering them (``omnireel.batch_fanout``). Every step is idempotent, so a redelivered message never makes a
+line's job twice. Concurrency is the event source mapping's ``MaximumConcurrency`` (template: BatchSubmitConcurrency);
+the in-flight bound is ``BATCH_MAX_IN_FLIGHT_JOBS`` (template: BatchMaxInFlightJobs).
 """
 
 import json
 
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws.artifact_store import ArtifactStore
@@ -37,29 +40,41 @@ fanout = Fanout(
     max_in_flight=settings.batch_max_in_flight_jobs,
     retry_base_s=settings.batch_retry_base_seconds,
     allow_loopback_http=settings.webhook_allow_loopback_http,
+    max_deferral_s=settings.batch_max_deferral_seconds,
 )
+# An entire failed batch is reported record by record too (not raised): the same response shape either way.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: SQSRecord) -> None:
+    body = json.loads(record.body)
+    receives = int(record.attributes.approximate_receive_count or 1)
+    final = receives >= settings.batch_max_receives
+    if body["kind"] == "split":
+        fanout.split_step(
+            body["batch_id"], int(body["offset"]), int(body["line"]), redelivered=receives > 1, final=final
+        )
+    elif body["kind"] == "lines":
+        lines = [Line.from_message(item) for item in body["lines"]]
+        queued_at = body.get("queued_at")
+        outcome = fanout.submit_lines(
+            body["batch_id"],
+            lines,
+            int(body.get("attempt", 0)),
+            queued_at=int(queued_at) if queued_at is not None else None,
+            final=final,
+        )
+        for name, count in outcome.items():
+            if count:
+                metrics.add_metric(name=f"batch_lines_{name}", unit=MetricUnit.Count, value=count)
+    else:
+        logger.error("unknown batch work item", extra={"kind": body.get("kind")})
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
-    failures = []
-    for record in event["Records"]:  # SQS records as dicts (no Powertools data classes: cold start)
-        try:
-            body = json.loads(record["body"])
-            if body["kind"] == "split":
-                redelivered = int(record["attributes"].get("ApproximateReceiveCount") or 1) > 1
-                fanout.split_step(body["batch_id"], int(body["offset"]), int(body["line"]), redelivered=redelivered)
-            elif body["kind"] == "lines":
-                lines = [Line.from_message(item) for item in body["lines"]]
-                outcome = fanout.submit_lines(body["batch_id"], lines, int(body.get("attempt", 0)))
-                for name, count in outcome.items():
-                    if count:
-                        metrics.add_metric(name=f"batch_lines_{name}", unit=MetricUnit.Count, value=count)
-            else:
-                logger.error("unknown batch work item", extra={"kind": body.get("kind")})
-        except Exception:  # noqa: BLE001 - any failure: report this message for retry, keep the others
-            logger.exception("batch work item failed; it will be retried", extra={"message_id": record["messageId"]})
-            failures.append({"itemIdentifier": record["messageId"]})
-    return {"batchItemFailures": failures}
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )

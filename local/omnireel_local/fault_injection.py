@@ -20,6 +20,12 @@ The container emulator injects model faults (``PUT <emulator>/_emulator/config``
   ``Runtime.ExitError`` whether or not the handler had finished (side effects may or may not have happened).
   ``"first": true`` also crashes the first invocation of a matching function after the config took effect, so a short
   run is sure to see at least one crash (job ids depend on the stack's random developer key, so the draws do too).
+- ``sqs_delivery_drop``: ``{"<queue name substring>": N}``: the next N messages SNS would deliver (after the
+  subscription's filter) to a queue whose name contains the substring are dropped (a lost delivery: issue 25 item 8,
+  a batch job's terminal event that never reaches BatchEventsQueue). Counted from when the config took effect.
+- ``sqs_send_failure``: ``{"<queue name substring>": rate}``: SendMessage / SendMessageBatch to a matching queue
+  answers ``RequestThrottled`` (HTTP 400, retried by the SDK until its attempts run out), e.g. the batch queue while
+  POST /batches queues its lines (issue 25 item 10).
 - ``sfn_start_failure_rate``: Step Functions StartExecution answers ``ThrottlingException`` (HTTP 400, retried by
   boto3 until its attempts run out), so a job record exists whose execution never started - what the job deadline's
   safety net (FailOverdueJobs) must end.
@@ -206,3 +212,26 @@ def dynamodb_throttle(body: str) -> bool:
         return False
     record("dynamodb_throttle", str(matches[0]), nth=nth)
     return True
+
+
+def drop_sqs_delivery(queue_name: str) -> bool:
+    """SNS -> SQS delivery to ``queue_name``: True to drop it (``sqs_delivery_drop``)."""
+    for pattern, count in (_current().get("sqs_delivery_drop") or {}).items():
+        if pattern in queue_name:
+            with _lock:
+                _seen[f"sqs_drop|{pattern}"] += 1
+                nth = _seen[f"sqs_drop|{pattern}"]
+            if nth <= int(count):
+                record("sqs_delivery_drop", queue_name, nth=nth)
+                return True
+    return False
+
+
+def sqs_send_failure(queue_name: str) -> bool:
+    """SendMessage(Batch) to ``queue_name``: True to refuse it as throttled (``sqs_send_failure``)."""
+    config = _current()
+    for pattern, rate in (config.get("sqs_send_failure") or {}).items():
+        if pattern in queue_name and _draw(config, "sqs_send", queue_name) < float(rate):
+            record("sqs_send_failure", queue_name)
+            return True
+    return False

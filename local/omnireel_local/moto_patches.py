@@ -577,6 +577,17 @@ def apply(
     #    record's bookkeeping (a webhook attempt's UpdateItem) and not the others (``patch_dynamodb_fault_hook``).
     patch_dynamodb_fault_hook()
 
+    # 29. SQS sizes as AWS counts them (issue 25 item 9): a message is the UTF-8 bytes of its body plus each message
+    #    attribute's name, type and value, at most the queue's MaximumMessageSize (262,144 bytes unless the queue sets
+    #    it); a SendMessageBatch's messages together at most 1 MiB. moto counted characters (a body of 4-byte
+    #    characters passed at 4x the limit) and defaulted MaximumMessageSize to 1 MiB (``patch_sqs_message_sizes``).
+    patch_sqs_message_sizes()
+
+    # 30. Fault hooks on SQS (off by default; fault_injection.py): ``sqs_delivery_drop`` loses SNS -> SQS deliveries
+    #    (a batch job's terminal event that never reaches BatchEventsQueue), ``sqs_send_failure`` throttles sends to
+    #    a queue (``patch_sqs_fault_hooks``). Nothing changes while the fault config is empty.
+    patch_sqs_fault_hooks()
+
     _apply_iam(service_credentials)
 
     _applied = True
@@ -885,6 +896,112 @@ def patch_sqs_visibility_limit(set_attribute: Callable[[Any, str, Any], None] = 
     set_attribute(Message, "mark_received", mark_received)
     set_attribute(SQSBackend, "change_message_visibility", change_message_visibility)
     set_attribute(SQSBackend, "change_message_visibility_batch", change_message_visibility_batch)
+
+
+# SQS's documented limits (docs/decisions.md "Batch queue payloads"): a queue that does not set MaximumMessageSize
+# takes 262,144 bytes (256 KiB; CreateQueue's attribute reference); a SendMessageBatch's messages together (the sum of
+# their sizes) at most 1,048,576 bytes (1 MiB; the SendMessageBatch reference).
+SQS_DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
+SQS_MAXIMUM_BATCH_BYTES = 1_048_576
+
+
+def sqs_message_size(body: str, attributes: dict[str, Any] | None) -> int:
+    """A message's size as SQS counts it: the body's UTF-8 bytes plus, per message attribute, its name, data type and
+    value (string: UTF-8 bytes; binary: the bytes)."""
+
+    def size(value: Any) -> int:
+        if value is None:
+            return 0
+        return len(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value))
+
+    total = size(body)
+    for name, attribute in (attributes or {}).items():
+        total += size(name) + size(attribute.get("DataType"))
+        total += size(attribute.get("StringValue")) + size(attribute.get("BinaryValue"))
+    return total
+
+
+def patch_sqs_message_sizes(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 29 (see ``apply``): SendMessage refuses a message over the queue's MaximumMessageSize
+    (``InvalidParameterValue``, AWS's code and wording) counted in bytes; SendMessageBatch refuses a call whose
+    messages together exceed 1 MiB (``BatchRequestTooLong``) and, like SendMessage, any entry over the queue's limit;
+    a queue created without MaximumMessageSize gets AWS's default, 262,144 bytes."""
+
+    from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue
+    from moto.sqs.models import Queue, SQSBackend
+
+    if getattr(SQSBackend.send_message_batch, "omnireel_sizes", False):
+        return
+    original_init = Queue.__init__
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    def init(self: Any, name: str, region: str, account_id: str, **kwargs: Any) -> None:
+        kwargs.setdefault("MaximumMessageSize", SQS_DEFAULT_MAXIMUM_MESSAGE_SIZE)
+        original_init(self, name, region, account_id, **kwargs)
+
+    def check(queue: Any, body: str, attributes: dict[str, Any] | None) -> None:
+        limit = int(queue.maximum_message_size)
+        if sqs_message_size(body, attributes) > limit:
+            raise InvalidParameterValue(
+                f"One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
+            )
+
+    def send_message(self: Any, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
+        attributes = kwargs.get("message_attributes", args[0] if args else None)
+        check(self.get_queue(queue_name), message_body, attributes)
+        return original_send(self, queue_name, message_body, *args, **kwargs)
+
+    def send_message_batch(self: Any, queue_name: str, entries: dict[str, dict[str, Any]]) -> Any:
+        sizes = [sqs_message_size(e["MessageBody"], e.get("MessageAttributes")) for e in entries.values()]
+        if sum(sizes) > SQS_MAXIMUM_BATCH_BYTES:
+            raise BatchRequestTooLong(sum(sizes))  # moto's wording names its 1 MiB constant, AWS's limit
+        return original_batch(self, queue_name, entries)  # each entry goes through send_message (checked above)
+
+    send_message_batch.omnireel_sizes = True  # type: ignore[attr-defined]
+    set_attribute(Queue, "__init__", init)
+    set_attribute(SQSBackend, "send_message", send_message)
+    set_attribute(SQSBackend, "send_message_batch", send_message_batch)
+
+
+def patch_sqs_fault_hooks(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 30 (see ``apply``): SNS -> SQS deliveries may be dropped and sends refused, as fault_injection.py says."""
+    from moto.core.exceptions import AWSError
+    from moto.sns.models import Subscription
+    from moto.sqs.models import SQSBackend
+
+    if getattr(Subscription.publish, "omnireel_delivery_faults", False):
+        return
+    original_publish = Subscription.publish
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    def publish(self: Any, message: str, message_id: str, subject: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if self.protocol == "sqs":
+            attributes = kwargs.get("message_attributes") or (args[0] if args else None) or {}
+            matcher = self._filter_policy_matcher
+            if (matcher is None or matcher.matches(attributes, message)) and fault_injection.drop_sqs_delivery(
+                self.endpoint.split(":")[-1]
+            ):
+                return None
+        return original_publish(self, message, message_id, subject, *args, **kwargs)
+
+    def refuse(queue_name: str) -> None:
+        if fault_injection.sqs_send_failure(queue_name):
+            raise AWSError("Rate exceeded (injected)", exception_type="RequestThrottled", status=400)
+
+    def send_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        refuse(queue_name)
+        return original_send(self, queue_name, *args, **kwargs)
+
+    def send_message_batch(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        refuse(queue_name)
+        return original_batch(self, queue_name, *args, **kwargs)
+
+    publish.omnireel_delivery_faults = True  # type: ignore[attr-defined]
+    set_attribute(Subscription, "publish", publish)
+    set_attribute(SQSBackend, "send_message", send_message)
+    set_attribute(SQSBackend, "send_message_batch", send_message_batch)
 
 
 _PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)

@@ -60,6 +60,9 @@ LOCAL_PARAMETERS = {
     # like the schedules' (first retry after 1 s instead of 30 s, then doubling).
     "WebhookAllowLoopbackHttp": "true",
     "WebhookRetryBaseSeconds": "1",
+    # The batch reconciler's grace on the compressed clock (15 min -> 30 s): a lost terminal event is made good within
+    # about half a minute. Tests that want it sooner pass `--parameter BatchReconcileGraceSeconds=N`.
+    "BatchReconcileGraceSeconds": "30",
     # The voice network parameters feed only resources with no local meaning (ECS, load balancer, security groups:
     # SKIPPED below), but the template's Rules require them with EnableVoice=true - as CloudFormation would.
     "RelayImageUri": "000000000000.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:local",

@@ -30,9 +30,11 @@ class BatchManifest(msgspec.Struct, kw_only=True):
 
 
 class BatchTruncation(msgspec.Struct, kw_only=True):
-    """Why a dropped file's batch ended before its last line: the splitter could no longer read the file version."""
+    """Why a dropped file's batch ended before its last line: the splitter could no longer read the file version
+    (``SourceVersionGone``), or reading / queueing it failed on every attempt (``SplitFailed``: its work item's last
+    receive, or the reconciler finding the splitter stopped)."""
 
-    code: Literal["SourceVersionGone"] = "SourceVersionGone"
+    code: Literal["SourceVersionGone", "SplitFailed"] = "SourceVersionGone"
     message: str  # bounded, e.g. the file version was deleted while its lines were being read
     truncated_at_line: int  # the first line of the file that was not read: lines before it are the batch
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 from omnireel.aws.batch_queue import BatchQueue
 from omnireel.aws.batch_store import Batch, BatchStore
 from omnireel.aws.inbox_store import InboxStore
-from omnireel.batch import MAX_API_JOBS, MAX_FILE_BYTES, Line, batch_id_for, check_file, chunks
-from omnireel.errors import IdempotencyConflict, InvalidRequest
+from omnireel.batch import MAX_API_JOBS, MAX_FILE_BYTES, MAX_LINE_BYTES, Line, batch_id_for, check_file
+from omnireel.errors import BatchIntakeFailed, IdempotencyConflict, InvalidRequest
 from omnireel.job import SourceVersion, iso, new_job_id, now
 
 
@@ -62,8 +63,9 @@ class BatchIntake:
             raise InvalidRequest('send {"jobs": [ ... ]} with 1 to 1000 job requests')
         if len(jobs) > MAX_API_JOBS:
             raise InvalidRequest(f"a batch has at most {MAX_API_JOBS} jobs ({len(jobs)} sent)")
-        lines = [Line(n, json.dumps(job, ensure_ascii=False)) for n, job in enumerate(jobs, start=1)]
-        digest = hashlib.sha256("\n".join([webhook or "", *(line.text or "" for line in lines)]).encode()).hexdigest()
+        texts = [_job_text(job) for job in jobs]
+        digest = hashlib.sha256("\n".join([webhook or "", *texts]).encode()).hexdigest()
+        lines = [_api_line(n, text) for n, text in enumerate(texts, start=1)]
         natural_key = f"api:{owner}:batch:{idempotency_key}" if idempotency_key else f"api:{owner}:batch:{new_job_id()}"
         stamp = iso(now())
         batch, created = self.store.create(
@@ -84,7 +86,37 @@ class BatchIntake:
                 f"this idempotency key was already used for a different batch (batch {batch.batch_id})"
             )
         if not batch.split_done:  # a retry after a crash before the lines were queued queues them (again)
-            self.queue.send_lines(batch.batch_id, chunks(lines))
+            try:
+                self.queue.send_lines(batch.batch_id, lines, queued_at=int(time.time()))
+            except Exception as exc:
+                # The record exists and says so: the answer names it (503, retryable). Resent with the same
+                # Idempotency-Key, the lines are queued again; otherwise the reconciler ends the batch after four
+                # times BatchReconcileGraceSeconds, every line not yet submitted failing with its reason.
+                raise BatchIntakeFailed(
+                    f"batch {batch.batch_id} is recorded but its jobs could not all be queued ({type(exc).__name__}); "
+                    "send the same request again with the same Idempotency-Key, or the batch completes with its "
+                    "unqueued lines failed",
+                    batch_id=batch.batch_id,
+                ) from exc
             self.store.advance_split(batch.batch_id, offset=0, to_offset=0, to_line=len(lines), done=True)
             batch = self.store.find(batch.batch_id) or batch
         return batch, created
+
+
+def _job_text(job: Any) -> str:
+    """A POST /batches job as its line's text: UTF-8 as sent (the fingerprint's input). A job with a lone surrogate
+    (JSON ``"\\ud800"``) is not UTF-8 text: it is kept ASCII-escaped, so the line reaches validation and is refused
+    there as one failed job, instead of failing the whole request."""
+    text = json.dumps(job, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(job)
+    return text
+
+
+def _api_line(number: int, text: str) -> Line:
+    size = len(text.encode("utf-8"))
+    if size > MAX_LINE_BYTES:  # the bound a dropped file's line has (batch.MAX_LINE_BYTES): its own failed job
+        return Line(number, None, f"the job request is larger than {MAX_LINE_BYTES} bytes ({size})")
+    return Line(number, text)

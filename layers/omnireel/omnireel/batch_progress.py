@@ -20,10 +20,14 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.batch_store import TERMINAL_COUNTERS, Batch, BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.batch_events import BatchEvent, BatchManifest, batch_event_id
-from omnireel.job import iso, now
+from omnireel.job import iso, now, parse_time
 from omnireel.observability import logger
 from omnireel.records import to_dict
 from omnireel.s3uri import S3Uri
+
+# A claimed, unpublished completion younger than this is left to its claimant (batch_reconcile and the visibility
+# timeout, 360 s, are both longer).
+PUBLISH_TAKEOVER_S = 60
 
 
 def manifest_key(batch_id: str) -> str:
@@ -71,6 +75,11 @@ class Progress:
             batch = self.store.find(batch_id) or batch
         elif not redelivery:
             return None  # completed by another invocation that is publishing now
+        elif (now() - parse_time(batch.completed_at)).total_seconds() < PUBLISH_TAKEOVER_S:
+            # Claimed moments ago: its claimant is publishing now (a duplicate or late event must not publish a
+            # second batch.completed). One that died is finished by its message's redelivery, which comes after the
+            # queue's visibility timeout, or by the reconciler (omnireel.batch_reconcile).
+            return None
         return self._publish(batch)
 
     def _publish(self, batch: Batch) -> BatchEvent:

@@ -48,6 +48,17 @@ class BatchNotFound(OmnireelError):
     code = "BatchNotFound"
 
 
+class BatchIntakeFailed(OmnireelError):
+    """POST /batches recorded the batch but could not queue all its lines (503: retry with the same key)."""
+
+    code = "BatchIntakeFailed"
+    retryable = True
+
+    def __init__(self, message: str, *, batch_id: str):
+        super().__init__(message)
+        self.batch_id = batch_id
+
+
 class JobConflict(OmnireelError):
     """A transition that is not allowed from the job's current state (stale or duplicate step)."""
 

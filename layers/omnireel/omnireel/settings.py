@@ -84,6 +84,12 @@ class BatchSettings(InboxSettings, frozen=True, kw_only=True):
     # template.yaml BatchMaxInFlightJobs: batch jobs running at once, stack-wide (the backpressure bound).
     batch_max_in_flight_jobs: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 100
     batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
+    # template.yaml BatchMaxDeferralSeconds: a line still without an in-flight slot this long after it was first
+    # queued fails with that reason (its job.failed) instead of waiting forever.
+    batch_max_deferral_seconds: Annotated[int, msgspec.Meta(ge=1, le=1209600)] = 604800
+    # The batch queue's redrive maxReceiveCount: on this receive a work item that still fails ends its lines (each a
+    # failed job naming the error) instead of going to the dead-letter queue with nothing to tell (tests/unit/template).
+    batch_max_receives: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 5
 
 
 class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
@@ -116,6 +122,15 @@ class PublishSettings(ArtifactSettings, frozen=True, kw_only=True):
 
 class BatchProgressSettings(PublishSettings, frozen=True, kw_only=True):
     batches_table: str
+
+
+class BatchReconcileSettings(PublishSettings, frozen=True, kw_only=True):
+    """ReconcileBatches: lines whose terminal event never arrived, intakes that stopped (omnireel.batch_reconcile)."""
+
+    batches_table: str
+    # template.yaml BatchReconcileGraceSeconds: how long a line's job must have been terminal (or a batch's intake
+    # silent) before the reconciler repairs it; longer than a terminal event normally takes to be counted.
+    batch_reconcile_grace_seconds: Annotated[int, msgspec.Meta(ge=1, le=86400)] = 900
 
 
 class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):

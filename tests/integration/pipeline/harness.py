@@ -45,7 +45,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 # Every function under functions/ (a new one is loaded without editing this file), except the batch and webhook
 # functions: their tables, queues and secret are not created here (the e2e tests run them on the local stack).
-NOT_IN_HARNESS = {"batch_submit", "batch_progress", "webhook_delivery"}
+NOT_IN_HARNESS = {"batch_submit", "batch_progress", "reconcile_batches", "webhook_delivery"}
 FUNCTIONS = [name for name in function_folders() if name not in NOT_IN_HARNESS]
 
 

@@ -10,16 +10,19 @@ from aws_lambda_powertools.utilities.parser.models import SqsModel
 from msgspec.structs import replace
 
 from omnireel.batch import (
-    CHUNK_BYTES,
     CHUNK_LINES,
+    MAX_BATCH_CALL_BYTES,
+    MAX_BATCH_CALL_ENTRIES,
     MAX_LINE_BYTES,
     MAX_LINES,
+    MAX_MESSAGE_BYTES,
     Line,
     batch_id_for,
     check_file,
-    chunks,
     count_lines,
     line_natural_key,
+    lines_messages,
+    send_groups,
     split_lines,
 )
 from omnireel.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
@@ -86,15 +89,60 @@ def test_file_limits():
         check_file(b'{"prompt": "a"}\n' * (MAX_LINES + 1))
 
 
-def test_chunks_respect_line_and_byte_limits():
+ENVELOPE = {"kind": "lines", "batch_id": "b" * 36, "attempt": 12, "queued_at": 1_800_000_000}
+
+
+def _lines_of(bodies: list[str]) -> list[Line]:
+    return [Line.from_message(item) for body in bodies for item in json.loads(body)["lines"]]
+
+
+def test_messages_respect_the_line_bound_and_keep_every_line():
     small = [Line(n, "x" * 10) for n in range(1, 2 * CHUNK_LINES + 2)]
-    assert [len(c) for c in chunks(small)] == [CHUNK_LINES, CHUNK_LINES, 1]
-    large = [Line(n, "y" * (CHUNK_BYTES // 3)) for n in range(1, 8)]
-    grouped = chunks(large)
-    assert all(sum(len(line.text or "") for line in chunk) <= CHUNK_BYTES for chunk in grouped)
-    assert [line for chunk in grouped for line in chunk] == large
-    message = json.loads(json.dumps(large[0].as_message()))
-    assert Line.from_message(message) == large[0]
+    bodies = lines_messages(ENVELOPE, small)
+    assert [len(json.loads(b)["lines"]) for b in bodies] == [CHUNK_LINES, CHUNK_LINES, 1]
+    assert _lines_of(bodies) == small
+    assert all({k: v for k, v in json.loads(b).items() if k != "lines"} == ENVELOPE for b in bodies)
+
+
+@pytest.mark.parametrize("char", ["y", "\u00e9", "\u20ac", "\U0001f600", '"', "\\"])
+def test_messages_are_sized_by_their_utf8_bytes(char: str):
+    """Maximum-length lines (MAX_LINE_BYTES of UTF-8) of 1- to 4-byte characters, and characters JSON escapes: every
+    body is at most MAX_MESSAGE_BYTES as SQS counts it (UTF-8 bytes), none is far below it, no line is lost."""
+    width = len(char.encode())
+    lines = [Line(n, char * (MAX_LINE_BYTES // width)) for n in range(1, 41)]
+    bodies = lines_messages(ENVELOPE, lines)
+    sizes = [len(body.encode()) for body in bodies]
+    assert max(sizes) <= MAX_MESSAGE_BYTES
+    per_line = max(len(json.dumps(line.as_message(), ensure_ascii=False).encode()) for line in lines)
+    assert all(size > MAX_MESSAGE_BYTES - per_line - 200 for size in sizes[:-1])  # full, not a char estimate
+    assert _lines_of(bodies) == lines
+    # 4-byte characters are sent as 4 bytes, not as a 12-byte ASCII escape pair
+    if char == "\U0001f600":
+        assert "\\ud83d" not in bodies[0] and char in bodies[0]
+
+
+def test_a_line_that_cannot_fit_a_message_becomes_an_error_line():
+    raw = "\x01" * MAX_LINE_BYTES  # raw control characters (not JSON): 6 bytes each once escaped
+    (body,) = lines_messages(ENVELOPE, [Line(7, raw)])
+    (line,) = _lines_of([body])
+    assert line.number == 7 and line.text is None and "bytes as a queue message" in (line.error or "")
+
+
+def test_a_lone_surrogate_travels_ascii_escaped():
+    (body,) = lines_messages(ENVELOPE, [Line(1, '{"prompt": "\ud800"}')])
+    body.encode("utf-8")  # valid UTF-8 (SQS refuses anything else)
+    assert _lines_of([body])[0].text == '{"prompt": "\ud800"}'
+
+
+def test_send_groups_stay_within_ten_entries_and_one_mebibyte():
+    lines = [Line(n, "\U0001f600" * (MAX_LINE_BYTES // 4)) for n in range(1, 201)]
+    groups = send_groups(lines_messages(ENVELOPE, lines))
+    assert all(len(g) <= MAX_BATCH_CALL_ENTRIES for g in groups)
+    assert all(sum(len(b.encode()) for b in g) <= MAX_BATCH_CALL_BYTES for g in groups)
+    assert max(sum(len(b.encode()) for b in g) for g in groups) > MAX_BATCH_CALL_BYTES - MAX_MESSAGE_BYTES
+    assert _lines_of([b for g in groups for b in g]) == lines
+    small = send_groups(lines_messages(ENVELOPE, [Line(n, "x") for n in range(1, 300)]))
+    assert [len(g) for g in small] == [10, 2]
 
 
 def test_identities_are_stable_per_version_and_line():

@@ -494,9 +494,13 @@ def test_open_jobs_index_is_sparse_and_the_sweeper_may_only_query_it(sam: dict[s
     assert not any("dynamodb:Scan" in _actions(s) for s in statements)
     env = props(cfn, "FailOverdueJobsFunction")["Environment"]["Variables"]
     assert env["JOB_DEADLINE_SECONDS"] == {"Ref": "JobDeadlineSeconds"}
-    (rule,) = [r for r in of_type(cfn, "AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]]
+    (rule,) = [
+        r
+        for r in of_type(cfn, "AWS::Events::Rule").values()
+        if "ScheduleExpression" in r["Properties"]
+        and r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["FailOverdueJobsFunction", "Arn"]}
+    ]
     assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
-    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": ["FailOverdueJobsFunction", "Arn"]}
 
 
 def test_listing_reads_only_the_owner_index_and_never_scans(cfn: dict[str, Any]) -> None:

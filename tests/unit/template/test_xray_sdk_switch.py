@@ -138,6 +138,7 @@ EVERY_CALL_CLIENTS = {
     "generate_image": {"dynamodb", "s3", "sagemaker-runtime", "stepfunctions", "sns", "events"},
     "inbox": {"dynamodb", "s3", "stepfunctions"},
     "publish_event": {"dynamodb", "s3", "sns", "events"},
+    "reconcile_batches": {"dynamodb"},  # the open-items index; job reads and repairs are rare
     "reconcile_video": {"dynamodb", "s3"},
     "webhook_delivery": {"dynamodb", "sqs"},
     "workflow_ended": {"dynamodb", "s3"},

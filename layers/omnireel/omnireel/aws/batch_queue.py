@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from omnireel.aws.clients import client
-from omnireel.batch import Line
+from omnireel.batch import Line, lines_messages, send_groups
 
 
 class BatchQueue:
@@ -26,20 +26,21 @@ class BatchQueue:
         body = {"kind": "split", "batch_id": batch_id, "offset": offset, "line": line}
         self._sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(body))
 
-    def send_lines(self, batch_id: str, chunks: list[list[Line]], *, attempt: int = 0, delay_s: int = 0) -> None:
-        """One message per chunk, ten per SendMessageBatch call; any entry SQS refuses is raised, so the caller's
-        message is retried (duplicated chunks are harmless: every line's job is idempotent)."""
-        entries: list[dict[str, Any]] = []
-        for index, chunk in enumerate(chunks):
-            body = {
-                "kind": "lines",
-                "batch_id": batch_id,
-                "attempt": attempt,
-                "lines": [line.as_message() for line in chunk],
-            }
-            entries.append({"Id": str(index), "MessageBody": json.dumps(body), "DelaySeconds": delay_s})
-        for start in range(0, len(entries), 10):
-            result = self._sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries[start : start + 10])
+    def send_lines(
+        self, batch_id: str, lines: list[Line], *, attempt: int = 0, delay_s: int = 0, queued_at: int | None = None
+    ) -> None:
+        """The lines as messages sized by their encoded bytes (``batch.lines_messages``), sent ten at a time within
+        SendMessageBatch's 1 MiB (``batch.send_groups``); any entry SQS refuses is raised, so the caller's message is
+        retried (duplicated chunks are harmless: every line's job is idempotent). ``queued_at`` (epoch seconds): when
+        the lines were first queued, carried through backpressure re-queues so the deferral can be bounded."""
+        envelope: dict[str, object] = {"kind": "lines", "batch_id": batch_id, "attempt": attempt}
+        if queued_at is not None:
+            envelope["queued_at"] = queued_at
+        for group in send_groups(lines_messages(envelope, lines)):
+            entries = [
+                {"Id": str(index), "MessageBody": body, "DelaySeconds": delay_s} for index, body in enumerate(group)
+            ]
+            result = self._sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             if result.get("Failed"):
                 failed = result["Failed"][0]
                 raise RuntimeError(f"SQS refused a batch chunk: {failed.get('Code')} {failed.get('Message')}")

@@ -5,6 +5,11 @@ stack-wide count of batch jobs in flight is the item (``#in-flight``, ``#in-flig
 DynamoDB transaction with the line item whose condition makes the change happen once: a line is submitted once
 (``attribute_not_exists(submitted)``) and counted terminal once (``attribute_not_exists(terminal)``), so a retried
 message or a duplicate terminal event never counts twice and never releases an in-flight slot twice.
+
+Open items: a batch record until its ``batch.completed`` is published, and a line from its submission until it is
+counted terminal, carry ``open_shard`` (the batch id's first hex digit) and ``opened_at``: the sparse ``open-items``
+index (template.yaml: BatchesTable) on which the reconciler (``omnireel.batch_reconcile``) finds, oldest first,
+lines whose terminal event never arrived and batches whose intake stopped, without scanning the table.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from omnireel.records import to_dict
 
 BATCH_ITEM = "batch"
 IN_FLIGHT = "#in-flight"
+OPEN_ITEMS_INDEX = "open-items"
+OPEN_SHARDS = tuple("0123456789abcdef")
 TERMINAL_COUNTERS = {"succeeded", "failed", "cancelled"}
 _CONFLICT_RETRIES = 8
 
@@ -67,6 +74,11 @@ class Batch(msgspec.Struct, kw_only=True):
         return BatchCounts(**{name: getattr(self, name) for name in BatchCounts.__struct_fields__})
 
 
+def open_shard(batch_id: str) -> str:
+    """The open-items index partition of a batch's items: the batch id's first hex digit (16 partitions)."""
+    return batch_id[0]
+
+
 def line_item(line: int) -> str:
     return f"line#{line:05d}"
 
@@ -94,7 +106,12 @@ class BatchStore:
     # ------------------------------------------------------------ batch record
     def create(self, batch: Batch) -> tuple[Batch, bool]:
         batch = replace(batch, expires_at=int(time.time()) + self._ttl_seconds)
-        item = {**to_dict(batch, omit_none=True), "item": BATCH_ITEM}
+        item = {
+            **to_dict(batch, omit_none=True),
+            "item": BATCH_ITEM,
+            "open_shard": open_shard(batch.batch_id),
+            "opened_at": batch.created_at,
+        }
         try:
             self._ddb.put_item(
                 TableName=self._name, Item=to_attributes(item), ConditionExpression="attribute_not_exists(batch_id)"
@@ -134,12 +151,14 @@ class BatchStore:
                 raise
             return False
 
-    def truncate_split(self, batch_id: str, *, offset: int, line: int, message: str) -> bool:
+    def truncate_split(
+        self, batch_id: str, *, offset: int, line: int, message: str, code: str = "SourceVersionGone"
+    ) -> bool:
         """The file version is gone at the cursor ``offset`` (file line ``line`` + 1 was not read): end the split
         there, once. From now on no line at or after it can be submitted (``submit_line``'s condition); lines of a
         step that queued them but died before its checkpoint and were submitted already stay in the batch, so
         ``total`` is the checkpointed lines plus those."""
-        truncation = BatchTruncation(message=message, truncated_at_line=line + 1)
+        truncation = BatchTruncation(code=code, message=message, truncated_at_line=line + 1)  # type: ignore[arg-type]
         try:
             self._ddb.update_item(
                 TableName=self._name,
@@ -212,11 +231,19 @@ class BatchStore:
                 "Update": {
                     "TableName": self._name,
                     "Key": self._key(batch_id, line_item(line)),
+                    # open until counted terminal (the open-items index; a line already counted stays closed)
                     "UpdateExpression": "SET submitted = :s, job_id = :j, line = :n, submitted_at = :now, "
-                    "expires_at = :exp",
+                    "expires_at = :exp, open_shard = :shard, opened_at = :now",
                     "ConditionExpression": "attribute_not_exists(submitted)",
                     "ExpressionAttributeValues": to_attributes(
-                        {":s": state, ":j": job_id, ":n": line, ":now": stamp, ":exp": self._expiry()}
+                        {
+                            ":s": state,
+                            ":j": job_id,
+                            ":n": line,
+                            ":now": stamp,
+                            ":exp": self._expiry(),
+                            ":shard": open_shard(batch_id),
+                        }
                     ),
                 }
             },
@@ -275,7 +302,7 @@ class BatchStore:
                 "Update": {
                     "TableName": self._name,
                     "Key": self._key(batch_id, line_item(line)),
-                    "UpdateExpression": f"SET {sets}",
+                    "UpdateExpression": f"SET {sets} REMOVE open_shard",
                     "ConditionExpression": "attribute_not_exists(terminal)",
                     "ExpressionAttributeValues": to_attributes(values),
                 }
@@ -329,9 +356,47 @@ class BatchStore:
         self._ddb.update_item(
             TableName=self._name,
             Key=self._key(batch_id, BATCH_ITEM),
-            UpdateExpression="SET event_published_at = :now",
+            UpdateExpression="SET event_published_at = :now REMOVE open_shard",
             ExpressionAttributeValues=to_attributes({":now": iso(now())}),
         )
+
+    # ------------------------------------------------------------ reconciliation
+    def open_items(self, cutoff: str, per_shard: int = 100) -> list[dict[str, Any]]:
+        """Open items (batch records not yet published, lines not yet counted terminal) opened before ``cutoff``
+        (ISO time): the oldest ``per_shard`` of each shard of the open-items index."""
+        found: list[dict[str, Any]] = []
+        for shard in OPEN_SHARDS:
+            kwargs: dict[str, Any] = {
+                "IndexName": OPEN_ITEMS_INDEX,
+                "KeyConditionExpression": "open_shard = :shard AND opened_at < :cutoff",
+                "ExpressionAttributeValues": to_attributes({":shard": shard, ":cutoff": cutoff}),
+            }
+            taken = 0
+            while taken < per_shard:
+                page = self._ddb.query(TableName=self._name, Limit=per_shard - taken, **kwargs)
+                items = page.get("Items", [])
+                found.extend(from_attributes(item) for item in items)
+                taken += len(items)
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
+
+    def mark_split_done(self, batch_id: str) -> bool:
+        """End an API batch's intake whose lines were not all queued (the reconciler failed the rest)."""
+        try:
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
+                UpdateExpression="SET split_done = :true, updated_at = :now",
+                ConditionExpression="attribute_exists(batch_id) AND split_done = :false",
+                ExpressionAttributeValues=to_attributes({":true": True, ":false": False, ":now": iso(now())}),
+            )
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
 
     # ------------------------------------------------------------ internals
     def _expiry(self) -> int:

@@ -1,0 +1,356 @@
+"""Batches that must finish whatever is lost (issue 25 items 3, 8, 10), in-process on moto (real DynamoDB
+transactions, conditions and the open-items index, SQS, SNS): the reconciler counts a lost terminal event exactly
+once with a late real one, deferral is bounded, a work item's last receive ends its lines instead of dead-lettering
+them, and the batch handlers (Powertools' BatchProcessor) return only the record that failed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from omnireel.aws import clients
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_queue import BatchQueue
+from omnireel.aws.batch_store import OPEN_ITEMS_INDEX, BatchStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_store import InboxStore
+from omnireel.aws.job_store import JobStore
+from omnireel.batch import Line
+from omnireel.batch_fanout import Fanout, LineFailure
+from omnireel.batch_intake import BatchIntake
+from omnireel.batch_progress import Progress
+from omnireel.batch_reconcile import Reconciler
+from omnireel.errors import BatchIntakeFailed
+from omnireel.job import JobStatus, now
+from omnireel.outcome import finish_job
+
+REGION = "us-east-1"
+ROOT = Path(__file__).resolve().parents[3]
+VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
+
+
+class StubWorkflow:
+    """Step Functions StartExecution as the fan-out calls it; ``fail`` makes every start raise."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.fail = False
+
+    def start(self, job_id: str, name: str) -> None:
+        if self.fail:
+            raise RuntimeError("ThrottlingException (stub)")
+        self.started.append(job_id)
+
+
+def _tables(ddb: Any) -> None:
+    ddb.create_table(
+        TableName="batches",
+        AttributeDefinitions=[
+            {"AttributeName": "batch_id", "AttributeType": "S"},
+            {"AttributeName": "item", "AttributeType": "S"},
+            {"AttributeName": "open_shard", "AttributeType": "S"},
+            {"AttributeName": "opened_at", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "batch_id", "KeyType": "HASH"}, {"AttributeName": "item", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": OPEN_ITEMS_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "open_shard", "KeyType": "HASH"},
+                    {"AttributeName": "opened_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.create_table(
+        TableName="jobs",
+        AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    clients.client.cache_clear()
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        sqs = boto3.client("sqs", region_name=REGION)
+        sns = boto3.client("sns", region_name=REGION)
+        s3.create_bucket(Bucket="artifacts")
+        _tables(boto3.client("dynamodb", region_name=REGION))
+        work = sqs.create_queue(QueueName="batch-work")["QueueUrl"]
+        events = sqs.create_queue(QueueName="events")["QueueUrl"]
+        topic = sns.create_topic(Name="job-events")["TopicArn"]
+        events_arn = sqs.get_queue_attributes(QueueUrl=events, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=events_arn, Attributes={"RawMessageDelivery": "true"})
+        store, jobs = BatchStore("batches"), JobStore("jobs")
+        artifacts, publisher = ArtifactStore("artifacts"), EventPublisher(topic)
+        workflow = StubWorkflow()
+        progress = Progress(store, artifacts, publisher, 600)
+        failure = LineFailure(store, jobs, artifacts, publisher, 600)
+        fanout = Fanout(
+            store=store, queue=BatchQueue(work), inbox=InboxStore(), jobs=jobs, workflow=workflow,  # type: ignore[arg-type]
+            artifacts=artifacts, publisher=publisher, presign_seconds=600, default_video_steps=4, max_in_flight=1,
+            max_deferral_s=60, retry_base_s=1,
+        )  # fmt: skip
+        yield {
+            "sqs": sqs, "sns": sns, "topic": topic, "work": work, "events": events, "store": store, "jobs": jobs,
+            "fanout": fanout, "workflow": workflow, "progress": progress, "failure": failure,
+            "intake": BatchIntake(store, BatchQueue(work)), "artifacts": artifacts, "publisher": publisher,
+            "reconciler": Reconciler(store=store, jobs=jobs, progress=progress, failure=failure, grace_s=0),
+        }  # fmt: skip
+    clients.client.cache_clear()
+
+
+def _receive(aws: dict[str, Any], queue: str) -> list[dict[str, Any]]:
+    found = []
+    for _ in range(20):
+        messages = aws["sqs"].receive_message(QueueUrl=aws[queue], MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return found
+        for message in messages:
+            aws["sqs"].delete_message(QueueUrl=aws[queue], ReceiptHandle=message["ReceiptHandle"])
+            found.append(json.loads(message["Body"]))
+    return found
+
+
+def _receive_work(aws: dict[str, Any], timeout: float = 5.0) -> list[dict[str, Any]]:
+    """The work queue's items, waiting (bounded) for a re-queued chunk's DelaySeconds (1 s here) to pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        items = _receive(aws, "work")
+        if items or time.monotonic() > deadline:
+            return items
+        time.sleep(0.2)
+
+
+def _run_work(aws: dict[str, Any]) -> dict[str, int]:
+    """Every line work item queued, as BatchSubmit runs it (one pass: deferred items are queued again)."""
+    total: dict[str, int] = {}
+    for item in _receive_work(aws):
+        lines = [Line.from_message(line) for line in item["lines"]]
+        outcome = aws["fanout"].submit_lines(item["batch_id"], lines, item["attempt"], queued_at=item.get("queued_at"))
+        for name, count in outcome.items():
+            total[name] = total.get(name, 0) + count
+    return total
+
+
+def _jobs(n: int) -> list[dict[str, Any]]:
+    return [{"prompt": f"a lantern {i}", "seed": i, "video": VIDEO} for i in range(n)]
+
+
+def _end(aws: dict[str, Any], job_id: str, status: JobStatus = JobStatus.CANCELLED) -> None:
+    finish_job(job_id, status, step_error=None, jobs=aws["jobs"], artifacts=aws["artifacts"],
+               publisher=aws["publisher"], presign_seconds=600)  # fmt: skip
+
+
+def _later() -> Any:
+    return now() + timedelta(seconds=2)
+
+
+def test_a_lost_terminal_event_is_counted_once_and_its_slot_freed(aws):
+    batch, _ = aws["intake"].start_api_batch(_jobs(2), owner="alice", idempotency_key="k1")
+    assert _run_work(aws) == {"accepted": 1, "deferred": 1, **{k: 0 for k in ("rejected", "already", "dropped",
+                                                                               "expired", "failed")}}  # fmt: skip
+    (first,) = aws["workflow"].started
+    _end(aws, first)
+    lost = _receive(aws, "events")  # line 1's job.cancelled: taken off the queue, never counted (lost)
+    assert [e["job_id"] for e in lost] == [first]
+    assert aws["store"].in_flight() == 1 and _run_work(aws)["deferred"] == 1  # before the repair: stuck
+
+    repairs = aws["reconciler"].run(_later())
+    assert (repairs.lines_counted, repairs.slots_freed, repairs.total) == (1, 1, 1)
+    assert aws["store"].in_flight() == 0 and aws["store"].find(batch.batch_id).cancelled == 1
+    assert aws["reconciler"].run(_later()).total == 0  # idempotent: nothing left to repair
+
+    # The late real event counts nothing more and frees no second slot.
+    assert aws["progress"].record(lost[0]) is None
+    assert aws["store"].find(batch.batch_id).terminal == 1 and aws["store"].in_flight() == 0
+
+    assert _run_work(aws)["accepted"] == 1  # line 2 gets the freed slot
+    second = aws["workflow"].started[1]
+    _end(aws, second)
+    completed = [aws["progress"].record(e) for e in _receive(aws, "events")]
+    assert [c.batch_id for c in completed if c] == [batch.batch_id]
+    published = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
+    assert len(published) == 1 and published[0]["counts"]["cancelled"] == 2
+    assert aws["reconciler"].run(_later()).total == 0 and aws["store"].in_flight() == 0
+
+
+def test_the_reconciler_and_a_concurrent_event_count_a_line_once(aws):
+    """The late event arrives first this time: the repair finds the line counted and does nothing."""
+    batch, _ = aws["intake"].start_api_batch(_jobs(1), owner="alice", idempotency_key="k2")
+    _run_work(aws)
+    _end(aws, aws["workflow"].started[0])
+    (event,) = _receive(aws, "events")
+    assert aws["progress"].record(event) is not None  # counted and completed by the real event
+    assert aws["reconciler"].run(_later()).total == 0
+    published = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
+    assert len(published) == 1 and aws["store"].find(batch.batch_id).status == "completed"
+
+
+def test_deferral_is_bounded(aws):
+    batch, _ = aws["intake"].start_api_batch([*_jobs(3), {"prompt": ""}], owner="alice", idempotency_key="k3")
+    assert _run_work(aws)["deferred"] == 3  # line 1 holds the only slot; lines 2-4 wait
+    # The re-queued chunk keeps its first queue time; once older than max_deferral_s (60) its lines fail.
+    (item,) = _receive_work(aws)
+    assert item["attempt"] == 1 and item["queued_at"] <= time.time()
+    lines = [Line.from_message(line) for line in item["lines"]]
+    outcome = aws["fanout"].submit_lines(batch.batch_id, lines, 1, queued_at=int(time.time()) - 61)
+    assert (outcome["expired"], outcome["rejected"]) == (2, 1) and _receive(aws, "work") == []
+    failed = {
+        e["batch"]["line"]: e["error"]["message"] for e in _receive(aws, "events") if e["event_type"] == "job.failed"
+    }
+    assert sorted(failed) == [2, 3, 4]
+    assert all("no in-flight slot became free within 60 s" in failed[n] for n in (2, 3))
+    assert "prompt" in failed[4] and "in-flight" not in failed[4]  # a bad line still fails with its own reason
+    assert all(message.startswith(f"line {n}: ") for n, message in failed.items())
+
+
+def test_the_last_receive_fails_lines_that_cannot_start(aws):
+    batch, _ = aws["intake"].start_api_batch(_jobs(1), owner="alice", idempotency_key="k4")
+    aws["workflow"].fail = True
+    (item,) = _receive(aws, "work")
+    lines = [Line.from_message(line) for line in item["lines"]]
+    with pytest.raises(RuntimeError, match="Throttling"):
+        aws["fanout"].submit_lines(batch.batch_id, lines, 0)  # receives 1-4: retried
+    outcome = aws["fanout"].submit_lines(batch.batch_id, lines, 0, final=True)  # receive 5: no dead letter
+    assert outcome["failed"] == 1
+    (event,) = _receive(aws, "events")
+    assert event["event_type"] == "job.failed" and event["batch"]["line"] == 1
+    assert "could not be submitted" in event["error"]["message"]
+    assert aws["progress"].record(event) is not None  # the batch completes; the slot is free again
+    assert aws["store"].in_flight() == 0 and aws["store"].find(batch.batch_id).failed == 1
+
+
+def test_post_batches_that_cannot_queue_is_ended_by_the_reconciler(aws, monkeypatch):
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("RequestThrottled")
+
+    monkeypatch.setattr(aws["intake"].queue, "send_lines", refuse)
+    with pytest.raises(BatchIntakeFailed) as failed:
+        aws["intake"].start_api_batch(_jobs(2), owner="alice", idempotency_key=None)
+    batch_id = failed.value.batch_id
+    assert aws["store"].find(batch_id).status == "running"
+    repairs = aws["reconciler"].run(_later())
+    assert repairs.intakes_ended == 1
+    events = _receive(aws, "events")
+    assert sorted(e["batch"]["line"] for e in events if e["event_type"] == "job.failed") == [1, 2]
+    for event in events:
+        aws["progress"].record(event)
+    assert aws["store"].find(batch_id).status == "completed"
+    published = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
+    assert len(published) == 1 and published[0]["counts"]["failed"] == 2
+    assert aws["reconciler"].run(_later()).total == 0
+
+
+def _handler(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    module = f"omnireel_test_{name}_handler"
+    spec = importlib.util.spec_from_file_location(module, ROOT / "functions" / name / "handler.py")
+    assert spec and spec.loader
+    loaded = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, module, loaded)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+class _Context:
+    function_name = "batch"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:batch"
+    aws_request_id = "req"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def _record(message_id: str, body: str, receives: int = 1) -> dict[str, Any]:
+    return {
+        "messageId": message_id, "receiptHandle": f"rh-{message_id}", "body": body, "md5OfBody": "",
+        "attributes": {"ApproximateReceiveCount": str(receives), "SentTimestamp": "0", "SenderId": "x",
+                       "ApproximateFirstReceiveTimestamp": "0"},
+        "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": REGION,
+        "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:q",
+    }  # fmt: skip
+
+
+def test_batch_progress_returns_only_the_failing_record(aws, monkeypatch):
+    """Three terminal events, the second one unreadable: records 1 and 3 are counted, only 2 comes back."""
+    batch, _ = aws["intake"].start_api_batch(_jobs(1) + [{"prompt": ""}] * 2, owner="alice", idempotency_key="k5")
+    _run_work(aws)  # line 1 accepted; lines 2 and 3 rejected (job.failed each)
+    _end(aws, aws["workflow"].started[0])
+    events = _receive(aws, "events")
+    assert len(events) == 3
+    module = _handler("batch_progress", {"BATCHES_TABLE": "batches", "JOBS_TABLE": "jobs",
+                                         "ARTIFACTS_BUCKET": "artifacts", "JOB_EVENTS_TOPIC_ARN": aws["topic"],
+                                         "POWERTOOLS_METRICS_NAMESPACE": "omnireel"}, monkeypatch)  # fmt: skip
+    records = [_record("m1", json.dumps(events[0])), _record("m2", "{not json"), _record("m3", json.dumps(events[1]))]
+    assert module.handler({"Records": records}, _Context()) == {"batchItemFailures": [{"itemIdentifier": "m2"}]}
+    assert aws["store"].find(batch.batch_id).terminal == 2
+    # A batch where every record fails answers each of them (no exception: the same response shape).
+    answer = module.handler({"Records": [_record("m4", "[]"), _record("m5", "{")]}, _Context())
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m4"}, {"itemIdentifier": "m5"}]}
+
+
+def test_batch_submit_returns_only_the_failing_record_and_ends_lines_on_the_last_receive(aws, monkeypatch):
+    batch, _ = aws["intake"].start_api_batch([{"prompt": ""}], owner="alice", idempotency_key="k6")
+    (item,) = _receive(aws, "work")
+    module = _handler("batch_submit", {"BATCHES_TABLE": "batches", "JOBS_TABLE": "jobs",
+                                       "ARTIFACTS_BUCKET": "artifacts", "JOB_EVENTS_TOPIC_ARN": aws["topic"],
+                                       "BATCH_QUEUE_URL": aws["work"], "STATE_MACHINE_ARN": "arn:sm",
+                                       "POWERTOOLS_METRICS_NAMESPACE": "omnireel"}, monkeypatch)  # fmt: skip
+    unknown_batch = json.dumps({**item, "batch_id": "f" * 36})
+    records = [_record("a", json.dumps(item)), _record("b", unknown_batch), _record("c", "{")]
+    assert module.handler({"Records": records}, _Context()) == {
+        "batchItemFailures": [{"itemIdentifier": "b"}, {"itemIdentifier": "c"}]
+    }
+    assert aws["store"].find(batch.batch_id).rejected == 1  # record a was processed
+
+
+def test_a_split_step_failing_on_its_last_receive_ends_the_batch_at_its_cursor(aws, monkeypatch):
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="inbox")
+    s3.put_bucket_versioning(Bucket="inbox", VersioningConfiguration={"Status": "Enabled"})
+    body = b'{"prompt": ""}\n' * 3
+    put = s3.put_object(Bucket="inbox", Key="prompts/q.jsonl", Body=body)
+    from omnireel.job import SourceVersion
+
+    version = SourceVersion(version_id=put["VersionId"], etag=put["ETag"].strip('"'))
+    batch_id = aws["intake"].start_file_batch(
+        bucket="inbox", key="prompts/q.jsonl", version=version, size=len(body),
+        natural_key=f"s3://inbox/prompts/q.jsonl?versionId={put['VersionId']}", inbox=aws["fanout"].inbox,
+    )  # fmt: skip
+    (split,) = _receive(aws, "work")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("RequestThrottled")
+
+    monkeypatch.setattr(aws["fanout"].queue, "send_lines", refuse)
+    with pytest.raises(RuntimeError):
+        aws["fanout"].split_step(batch_id, split["offset"], split["line"], redelivered=True)
+    assert aws["fanout"].split_step(batch_id, split["offset"], split["line"], redelivered=True, final=True) == (
+        "truncated"
+    )
+    batch = aws["store"].find(batch_id)
+    assert batch.split_done and batch.total == 0 and batch.truncated is not None
+    assert batch.truncated.code == "SplitFailed" and batch.truncated.truncated_at_line == 1
+    (completed,) = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
+    assert completed["truncated"]["code"] == "SplitFailed" and completed["counts"]["total"] == 0
