@@ -80,6 +80,7 @@ class HostileResult:
     batch_completed_deliveries: dict[str, int]  # batch id -> batch.completed accepted by its webhook
     not_owner_accepted: list[Delivery]
     duplicates: Counter[str]
+    duplicate_details: list[str]  # receiver, event and timing of each duplicate
     undelivered: dict[str, list[str]]  # receiver -> job ids whose event it never accepted (hang excluded)
     hang_attempts: int  # attempts the hanging receiver saw (each cut at the deadline, then retried)
     dropped_batch_events: int
@@ -195,6 +196,23 @@ def _set_attempt_deadline(stack: IsolatedStack, seconds: float | None, original:
         Environment={"Variables": {**env, "WEBHOOK_ATTEMPT_DEADLINE_SECONDS": str(seconds)}},
     )
     return env
+
+
+def _sender_log(stack: IsolatedStack) -> dict[str, list[dict[str, Any]]]:
+    """The webhook delivery function's log lines (JSON after the local worker's prefix) by event id."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in (stack.home / "logs").glob("*WebhookDelivery*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            start = line.find("{")
+            if start < 0 or "webhook" not in line:
+                continue
+            try:
+                record = json.loads(line[start:])
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("event_id"):
+                found[str(record["event_id"])].append(record)
+    return found
 
 
 def _wait(condition: Callable[[], bool], deadline: float, every: float = 0.25) -> bool:
@@ -318,16 +336,36 @@ def run_hostile(
     batch_events = {b: len(per_job) for b, per_job in batch_job_events.items()}
     several = [j for per_job in batch_job_events.values() for j, ids in per_job.items() if len(ids) > 1]
     not_owner = [d for d in receivers["B/polite"].accepted()]  # B accepted something of A's
+    # Each duplicate is classified by what the SENDER logged for that event (webhook_delivery's JSON log lines): an
+    # attempt that got no answer within its deadline while the receiver still acted on it (the receiver was slower
+    # than the deadline, by its own clock or the sender's: the sender's deadline also covers resolution and connect);
+    # a delivery that reached the receiver but could not be recorded (retried by design); or anything else.
+    attempts = _sender_log(stack)
     duplicates: Counter[str] = Counter()
-    for receiver in receivers.values():
+    duplicate_details: list[str] = []
+    for name, receiver in receivers.items():
         seen: dict[str, Delivery] = {}
         for delivery in sorted(receiver.accepted(), key=lambda d: d.at):
             first = seen.get(delivery.webhook_id or "")
             if first is None:
                 seen[delivery.webhook_id or ""] = delivery
                 continue
-            late = first.answered_at is not None and first.answered_at - first.at >= ATTEMPT_DEADLINE_S
-            duplicates["answered after the sender's deadline" if late else "other"] += 1
+            logged = attempts.get(delivery.webhook_id or "", [])
+            if any(a.get("message") == "webhook attempt failed" and a.get("status") is None for a in logged):
+                cause = "answered after the sender's deadline"
+            elif any(a.get("message", "").startswith("webhook record failed") for a in logged):
+                cause = "delivered, then recording the attempt failed (retried)"
+            else:
+                cause = "other"
+            duplicates[cause] += 1
+            answered = f"{first.answered_at - first.at:.2f} s" if first.answered_at else "never"
+            duplicate_details.append(
+                f"{name} {delivery.event_type} {delivery.webhook_id}: {cause}; first accepted {answered} after it "
+                f"arrived, again {delivery.at - first.at:.2f} s later; sender: "
+                + "; ".join(
+                    f"{a.get('message')} #{a.get('attempt')} {a.get('status')} {a.get('error')}" for a in logged
+                )
+            )
     undelivered: dict[str, list[str]] = {}
     for name, receiver in receivers.items():
         if name in ("A/batches", "B/polite"):
@@ -354,6 +392,7 @@ def run_hostile(
         batch_completed_deliveries={x.batch_id: completed_count.get(x.batch_id, 0) for x in batches},
         not_owner_accepted=not_owner,
         duplicates=duplicates,
+        duplicate_details=duplicate_details,
         undelivered=undelivered,
         hang_attempts=len(receivers["A/hang"].snapshot()),
         dropped_batch_events=sum(1 for f in stack.injected() if f.get("kind") == "sqs_delivery_drop"),
@@ -412,6 +451,10 @@ def report_section(result: HostileResult, table: Callable[[list[str], list[list[
         f"(its first {BAD_ATTEMPTS} per event cut at the deadline)",
         "",
         table(["receiver", "jobs", "requests", "refused (bad signature)", "accepted", "distinct ids"], rows),
+        "",
+        "Duplicates, each with what the sender logged for its event:",
+        "",
+        *([f"- {line[:400]}" for line in result.duplicate_details] or ["- none"]),
         "",
         table(
             [
