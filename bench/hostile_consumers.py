@@ -77,6 +77,7 @@ class HostileResult:
     unfinished_batches: list[str]
     batch_events: dict[str, int]  # batch id -> its jobs with a terminal event
     batch_jobs_with_two_events: list[str]  # a batch job with two distinct terminal event ids (must be none)
+    batch_failures: dict[str, Counter[str]]  # batch id -> stage/code of its failed jobs (terminal events)
     batch_completed_deliveries: dict[str, int]  # batch id -> batch.completed accepted by its webhook
     not_owner_accepted: list[Delivery]
     duplicates: Counter[str]
@@ -328,11 +329,14 @@ def run_hostile(
     lost = [j for j in jobs if not collector.terminal(j)]
     # Each batch line's job: its distinct terminal event ids (one each, whatever SNS redelivers).
     batch_job_events: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    batch_failures: dict[str, Counter[str]] = defaultdict(Counter)  # per batch: stage/code of its failed jobs' events
     for received in collector.received:
         event = received.event
         batch = (event.get("batch") or {}).get("batch_id") if isinstance(event.get("batch"), dict) else None
         if batch and event.get("event_type", "").startswith("job.") and event.get("event_type") != "job.image_ready":
             batch_job_events[batch][event.get("job_id")].add(event.get("event_id"))
+            if isinstance(event.get("error"), dict):
+                batch_failures[batch][f"{event['error'].get('stage')}/{event['error'].get('code')}"] += 1
     batch_events = {b: len(per_job) for b, per_job in batch_job_events.items()}
     several = [j for per_job in batch_job_events.values() for j, ids in per_job.items() if len(ids) > 1]
     not_owner = [d for d in receivers["B/polite"].accepted()]  # B accepted something of A's
@@ -389,6 +393,7 @@ def run_hostile(
         unfinished_batches=[x.batch_id for x in batches if x.status != "completed" or x.batch_id not in completed],
         batch_events=batch_events,
         batch_jobs_with_two_events=several,
+        batch_failures=dict(batch_failures),
         batch_completed_deliveries={x.batch_id: completed_count.get(x.batch_id, 0) for x in batches},
         not_owner_accepted=not_owner,
         duplicates=duplicates,
@@ -424,6 +429,7 @@ def report_section(result: HostileResult, table: Callable[[list[str], list[list[
             x.counts.get("failed", "-"),
             result.batch_events.get(x.batch_id, 0),
             result.batch_completed_deliveries.get(x.batch_id, 0),
+            ", ".join(f"{k} x{v}" for k, v in result.batch_failures.get(x.batch_id, Counter()).most_common()) or "-",
         ]
         for x in result.batches
     ]
@@ -466,6 +472,7 @@ def report_section(result: HostileResult, table: Callable[[list[str], list[list[
                 "failed",
                 "jobs with an event",
                 "batch.completed",
+                "failure codes",
             ],
             batch_rows,
         ),

@@ -671,13 +671,24 @@ The first run of this suite found three problems, and issue 9 three more; all ar
    character is 12 bytes), so `POST /batches` of 250 maximum-length jobs answered `BatchRequestTooLong` and a `.jsonl`
    drop of the same lines dead-lettered its split with the batch left `running`. Fixed: messages are built and
    measured in UTF-8 bytes (256 KiB per message, 1 MiB per SendMessageBatch; the local SQS now refuses more, moto patch
-   28); `reconcile_batches` counts a lost terminal event from the job record (exactly once with a late real one) and
+   29); `reconcile_batches` counts a lost terminal event from the job record (exactly once with a late real one) and
    ends stopped intakes; deferral is bounded (`BatchMaxDeferralSeconds`); a work item's last receive fails its lines
    instead of dead-lettering them; every dead-letter queue and the reconciler's repairs are alarmed. Tests:
    `tests/e2e/test_batch_limits.py` (1,000 maximum-length jobs through the front door, a 10 MiB `.jsonl` of 4-byte
    characters through a real S3 PUT, one dropped delivery with `BatchMaxInFlightJobs=1`, POST /batches with SQS
    throttled), `tests/integration/pipeline/test_batch_reconcile.py`. The local stack's fault hooks
-   `sqs_delivery_drop` and `sqs_send_failure` (patch 29) provoke the losses.
+   `sqs_delivery_drop` and `sqs_send_failure` (patch 30) provoke the losses.
+
+8. **(issue 25 items 1-7) Webhooks: another tenant could forge deliveries; slow receivers caused re-deliveries.**
+   Every caller read the one signing secret, so A could sign for B's receiver, and A's job aimed at B's receiver was
+   delivered with a signature B accepted. One record's error failed the webhook function's whole SQS batch (delivered
+   events were sent again), a receiver trickling a byte every 0.5 s held an attempt for ever, a temporary DNS failure
+   ended retries, and the last backoff step asked SQS for more than 12 h from the receive. Fixed: per-caller secrets
+   derived from a master key, each delivery signed with its owner's (two signatures during a rotation); per-record
+   isolation (Powertools), one deadline per attempt, DNS failures retried, the backoff capped within 12 h (the local
+   SQS refuses more, patch 27). The phase "hostile consumers" above exercises all of it: 0 deliveries accepted by a
+   receiver that is not the owner's; the only duplicates are receivers that answered after the sender's deadline
+   (the sender logged the attempt as failed, so retried by design; consumers de-duplicate on `webhook-id`).
 
 Everything else held: no job lost under lost notifications (reconciled from S3 about one heartbeat after the drop),
 duplicate notifications (second `SendTaskSuccess` ignored), duplicate S3 events (one job per object), image 5xx /
