@@ -1,7 +1,7 @@
-"""Progress events: ``job.image_ready`` once the still is stored (GenerateImage publishes it at the end of its state, with
-the video request staged; InvokeVideo then queues the render), so a consumer can show it while the video renders. Published to the
-job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to the job's webhook when the
-request asked for it (``webhook_events``).
+"""Progress events: ``job.image_ready`` once the still is stored (GenerateImage publishes it at the end of its state,
+with the video request staged; InvokeVideo then queues the render), so a consumer can show it while the video renders.
+Published to the job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to the
+job's webhook when the request asked for it (``webhook_events``).
 
 Once per job record in the normal case: the job remembers ``image_ready_published_at``, and a retried GenerateImage
 that finds the image stored publishes only if that mark is missing (a crash between publishing and marking sends the

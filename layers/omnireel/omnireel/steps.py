@@ -220,7 +220,7 @@ def complete_video(
                 callbacks.fail(token, error.code, error.code, error.message)
                 return "failed"
         if not job.image_ready_published_at:
-            # A render done before GenerateImage's publish of job.image_ready was recorded (a crash or lost write there):
+            # A render done before GenerateImage's job.image_ready was recorded (a crash or a lost write there):
             # the still's event goes first, so a consumer never sees the terminal event before it (same event_id if
             # both publish; SNS itself does not order deliveries).
             publish_image_ready(
