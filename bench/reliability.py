@@ -50,7 +50,7 @@ from bench.report import machine, quantile, table, today  # noqa: E402
 
 RELIABILITY_MD = REPO / "docs" / "reliability.md"
 HEARTBEAT_S = 6
-# The callback state (InvokeVideo) covers the render only since issue 26; kept at 40 s as when it also covered the image.
+# The callback state (InvokeVideo) covers the render only since issue 26; 40 s as when it also covered the image.
 CALLBACK_TIMEOUT_S = 40
 STACK_PARAMETERS = {
     "VideoHeartbeatSeconds": str(HEARTBEAT_S),
