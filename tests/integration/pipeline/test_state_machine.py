@@ -438,3 +438,20 @@ def test_a_render_done_before_job_image_ready_gets_it_published_first(pipeline, 
     events = pipeline.consumer_events(expect=2, progress=True)
     assert [e["event_type"] for e in events] == ["job.image_ready", "job.succeeded"]
     assert events[0]["status"] == "generating_image" and events[0]["job_id"] == job_id
+
+
+def test_a_job_cancelled_during_generate_image_stops_before_invoke_video(pipeline):
+    """DELETE /jobs/{id} stops the execution whichever state it is in: here GenerateImage (a slow image call), so
+    InvokeVideo never starts and nothing is rendered; the job has one terminal event, job.cancelled."""
+    pipeline.image_endpoint.latency_s = 2.0
+    job_id = submit(pipeline)
+    pipeline.wait(lambda: pipeline.image_endpoint.calls, what="the image call")
+    answer = pipeline.api("DELETE", f"/jobs/{job_id}")
+    assert answer["statusCode"] == 200, answer
+    assert answer["json"]["cancelled_at_stage"] == "generate_image"
+    assert pipeline.execution(job_id)["status"] == "ABORTED"
+    assert "InvokeVideo" not in _entered(pipeline, job_id) and _entered(pipeline, job_id)[0] == "GenerateImage"
+    pipeline.wait(lambda: "generate_image" in [n for n, _ in pipeline.invocations], what="the image step")
+    assert not pipeline.video_endpoint.calls
+    assert pipeline.job(job_id)["status"] == "cancelled"
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.cancelled"]
