@@ -64,8 +64,9 @@ HOSTILE_BATCHES_SHORT = (("small", 3, False),)
 HOSTILE_BATCHES_LONG = (("small", 3, False), ("2 MB", 250, True), ("maximum", 1000, True))
 BASE_EMULATOR = {"images": {"latency_s": 0.05}, "videos": {"latency_s": 0.1}}
 MALFORMED = {"malformed_rate": 0.6}
-# GenerateImage (also stages and queues the video), AsyncResult (publishes job.succeeded), PublishEvent (failures)
-CRASH_TARGETS = ("GenerateImage", "AsyncResult", "PublishEvent", "Inbox")
+# GenerateImage (also stages the video request), InvokeVideo (queues it; a retry must not render twice), AsyncResult
+# (publishes job.succeeded), PublishEvent (failures)
+CRASH_TARGETS = ("GenerateImage", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
 
 
 @dataclass
