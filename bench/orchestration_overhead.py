@@ -6,8 +6,8 @@
 Both run on one isolated local stack, side by side: each pair starts one job of ours and one of the sample's at the
 same moment (same prompt, seed and the sample's sizes), ``--concurrency`` pairs at a time.
 
-- **ours**: ``POST /jobs`` -> Step Functions -> GenerateImageAndVideo, one Lambda (image call, image.png, video
-  request staged from the PNG bytes, task token stored, InvokeEndpointAsync) -> SNS success topic -> AsyncResult (MP4
+- **ours**: ``POST /jobs`` -> Step Functions -> GenerateImage (image call, image.png, video request staged from the
+  PNG bytes) -> InvokeVideo (task token stored, InvokeEndpointAsync) -> SNS success topic -> AsyncResult (MP4
   check, copy, terminal transition, ``job.succeeded`` published, then SendTaskSuccess) -> job-events topic -> our SQS
   subscription. Clock: before ``POST /jobs`` -> ``job.succeeded`` received.
 - **sample**: the AWS sample's client calls (``vllm_omni_media.py``): ``invoke_endpoint`` (image), its Pillow
@@ -255,7 +255,7 @@ def p50_p90(values: list[float]) -> list[str]:
 
 HOP_LABELS = {
     "submit": "`POST /jobs` until its 202 (front door SigV4 check, api Lambda: record + StartExecution)",
-    "dispatch": "202 -> GenerateImageAndVideo running (Step Functions start, Lambda invoke)",
+    "dispatch": "202 -> GenerateImage running (Step Functions start, Lambda invoke)",
     "image": "image call - image model time (shim, transition, image.png PUT)",
     "staging": "staging_video -> rendering_video (JPEG reference + multipart PUT, transition storing the task token; "
     "same Lambda)",

@@ -50,7 +50,7 @@ from bench.report import machine, quantile, table, today  # noqa: E402
 
 RELIABILITY_MD = REPO / "docs" / "reliability.md"
 HEARTBEAT_S = 6
-# The callback state also covers the image step and its retries (GenerateImageAndVideo): room for image_5xx's backoff.
+# The callback state (InvokeVideo) covers the render only since issue 26; 40 s as when it also covered the image.
 CALLBACK_TIMEOUT_S = 40
 STACK_PARAMETERS = {
     "VideoHeartbeatSeconds": str(HEARTBEAT_S),
@@ -64,8 +64,9 @@ HOSTILE_BATCHES_SHORT = (("small", 3, False),)
 HOSTILE_BATCHES_LONG = (("small", 3, False), ("2 MB", 250, True), ("maximum", 1000, True))
 BASE_EMULATOR = {"images": {"latency_s": 0.05}, "videos": {"latency_s": 0.1}}
 MALFORMED = {"malformed_rate": 0.6}
-# GenerateImage (also stages and queues the video), AsyncResult (publishes job.succeeded), PublishEvent (failures)
-CRASH_TARGETS = ("GenerateImage", "AsyncResult", "PublishEvent", "Inbox")
+# GenerateImage (also stages the video request), InvokeVideo (queues it; a retry must not render twice), AsyncResult
+# (publishes job.succeeded), PublishEvent (failures)
+CRASH_TARGETS = ("GenerateImage", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
 
 
 @dataclass
@@ -632,9 +633,10 @@ The first run of this suite found three problems, and issue 9 three more; all ar
    (`VideoRenderFailed`, `VideoRequestExpired`, `MalformedModelOutput`) are stopped by the first retrier; a unit test
    keeps that list and the code in step (`tests/unit/domain/test_state_machine_rules.py`). This run also showed that
    the local shim expired queued requests only when a worker freed up; it now expires them at the TTL.
-   (Issue 11 merged InvokeVideo into GenerateImageAndVideo, one `.waitForTaskToken` state whose Lambda also makes the
-   image; it keeps these retriers, and a crash after the render is queued is retried without rendering twice:
-   `tests/integration/pipeline/test_state_machine.py`.)
+   (Issue 11 merged InvokeVideo into GenerateImageAndVideo; issue 26 split them again: InvokeVideo is its own
+   `.waitForTaskToken` state with these retriers, GenerateImage a synchronous state with its own. A crash after the
+   render is queued is retried without rendering twice, and a GenerateImage crash after staging without a second
+   model call: `tests/integration/pipeline/test_state_machine.py`.)
 
 4. **An overwritten drop ran the wrong prompt** (phase `overwrite`, added with issue 9). The inbox function read "the
    key" when an event arrived, so uploading `prompts/x.txt` = "a" and at once "b" made two jobs that both ran "b".

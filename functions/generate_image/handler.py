@@ -1,7 +1,6 @@
-"""GenerateImageAndVideo step (``.waitForTaskToken``): call the real-time image endpoint, store the PNG in
-jobs/<id>/image.png, build the video request from those bytes and stage it in jobs/<id>/video-request.multipart, store
-the task token with the job and queue the request (InvokeEndpointAsync), then publish job.image_ready. The state waits
-until async_result answers the token: no S3 round trip of the PNG and no Lambda hop between image and video.
+"""GenerateImage step (a synchronous task): call the real-time image endpoint, store the PNG in jobs/<id>/image.png,
+build the video request from those bytes and stage it in jobs/<id>/video-request.multipart (no S3 round trip of the
+PNG), then publish job.image_ready. The next state, InvokeVideo, queues the staged request and waits for the render.
 """
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -10,22 +9,17 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.image_endpoint import ImageEndpoint
 from omnireel.aws.job_store import JobStore
-from omnireel.aws.video_endpoint import VideoEndpoint
-from omnireel.aws.workflow import TaskCallbacks
-from omnireel.errors import StepError
 from omnireel.observability import logger, metrics, stage_duration, tracer
 from omnireel.progress import publish_image_ready
 from omnireel.settings import ImageSettings
 from omnireel.staging import stage_video_request
 from omnireel.step_handler import parse_step_input, step_errors
-from omnireel.steps import generate_image, invoke_video
+from omnireel.steps import generate_image
 
 settings = ImageSettings.from_env()
 jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
 artifacts = ArtifactStore(settings.artifacts_bucket)
 endpoint = ImageEndpoint(settings.image_endpoint_name)
-video_endpoint = VideoEndpoint(settings.video_endpoint_name)
-callbacks = TaskCallbacks()
 publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # job.image_ready
 
 
@@ -35,8 +29,6 @@ publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_nam
 @step_errors("generate_image")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
-    if not step.task_token:
-        raise StepError("InvalidStepInput", "generate_image needs a task_token ($$.Task.Token)")
     logger.append_keys(job_id=step.job_id)
     with stage_duration("generate_image"):
         image = generate_image(
@@ -52,22 +44,9 @@ def handler(event: dict, context: LambdaContext) -> dict:
             record_artifacts=image.artifacts,
             request=image.request,
         )
-    with stage_duration("invoke_video"):
-        invoke_video(
-            step.job_id,
-            step.task_token,
-            jobs=jobs,
-            endpoint=video_endpoint,
-            callbacks=callbacks,
-            artifacts=artifacts,
-            invocation_timeout_seconds=settings.video_invocation_timeout_seconds,
-            request_ttl_seconds=settings.video_request_ttl_seconds,
-            content_type=staged.content_type,
-            record_artifacts=staged.artifacts,
-        )
-    # After the render is queued (the video is what the job waits for), still before the render could be done; also on
-    # a retry that found the image stored: published once (omnireel.progress).
+    # As soon as the still and the request are stored (also on a retry that found them stored: published once,
+    # omnireel.progress).
     publish_image_ready(
         step.job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=settings.presign_seconds
     )
-    return {"job_id": step.job_id, "image": image.uri, "video_request": staged.uri, "queued": True}
+    return {"job_id": step.job_id, "image": image.uri, "video_request": staged.uri}

@@ -517,7 +517,7 @@ def apply(
     #    Lambda invocation returns. A SendTaskHeartbeat sent by that Lambda itself answered InvalidToken, and a
     #    SendTaskSuccess / SendTaskFailure that arrived while the Lambda was still running was recorded but never seen:
     #    the wait started afterwards, timed out after HeartbeatSeconds and the task failed States.HeartbeatTimeout.
-    #    AWS accepts a task's token from the moment the task starts (GenerateImageAndVideo heartbeats and queues the
+    #    AWS accepts a task's token from the moment the task starts (InvokeVideo heartbeats and queues the
     #    render itself, and the render's notification can answer before its invocation returns).
     patch_early_callbacks()
 

@@ -78,9 +78,9 @@ def test_events_is_a_replayable_log(stack: LocalStack) -> None:
         return found if any(e["event_type"] == "job.succeeded" for e in found) else []
 
     first = wait_for(events_of_job, 120, f"the terminal event of {job_id}")
-    # The log keeps every delivery. job.image_ready may arrive twice with one event_id: when the render finishes
-    # before GenerateImage publishes it (after queueing the render), AsyncResult publishes it first, and both may
-    # find it unpublished (omnireel/progress.py; seen in CI with a 5-frame render). Consumers de-duplicate on event_id.
+    # The log keeps every delivery. job.image_ready may arrive twice with one event_id: GenerateImage publishes it
+    # before InvokeVideo queues the render, but if its mark is not recorded by the time the render is done (a crash or
+    # a lost write), AsyncResult publishes it too (omnireel/progress.py). Consumers de-duplicate on event_id.
     distinct = list({e["event_id"]: e for e in first}.values())
     assert [e["event_type"] for e in distinct] == ["job.image_ready", "job.succeeded"]
     assert events_of_job() == first  # shown again: reading did not consume it

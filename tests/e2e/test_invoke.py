@@ -66,6 +66,7 @@ EXPECTED = {
             r["results"] == [{"key": "prompts/invoke sample.txt", "job_id": job, "status": "duplicate", "reason": None}]
         ),
     ),
+    "invoke_video.json": (1, _conflict("rendering_video")),
     "publish_event_failed.json": (0, lambda r, job: r == {"job_id": job, "published": False}),  # exactly once
     "publish_event_succeeded.json": (0, lambda r, job: r == {"job_id": job, "published": False}),
     "reconcile_video.json": (0, lambda r, job: r["job_id"] == job and r["video"].endswith(f"/jobs/{job}/video.mp4")),

@@ -40,9 +40,9 @@ def test_logs_put_the_job_id_on_every_line(stack: LocalStack) -> None:
         _, line_job, _ = _columns(line)
         assert line_job == "-" or len(line_job.split(",")[0]) == UUID_LEN, line
     sources = {_columns(line)[0] for line in stack.cli("logs", "--job", job, check=True).stdout.splitlines()}
-    # The job's own lines: the API call, each step function of a success (GenerateImage queues the video, AsyncResult
-    # publishes the terminal event), and the supervisor's lines about them.
-    assert {"api", "generate_image", "async_result", "stack"} <= sources, sources
+    # The job's own lines: the API call, each step function of a success (GenerateImage, InvokeVideo queues the video,
+    # AsyncResult publishes the terminal event), and the supervisor's lines about them.
+    assert {"api", "generate_image", "invoke_video", "async_result", "stack"} <= sources, sources
     assert stack.cli("logs", "nope").returncode == 2
 
 

@@ -1,7 +1,7 @@
-"""Progress events: ``job.image_ready`` once the still is stored (GenerateImage publishes it right after queueing the
-video render, which is what the job waits for), so a consumer can show it while the video renders. Published to the
-job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to the job's webhook when the
-request asked for it (``webhook_events``).
+"""Progress events: ``job.image_ready`` once the still is stored (GenerateImage publishes it at the end of its state,
+with the video request staged; InvokeVideo then queues the render), so a consumer can show it while the video renders.
+Published to the job-events topic (``event_type`` attribute) and EventBridge like the terminal events, and to the
+job's webhook when the request asked for it (``webhook_events``).
 
 Once per job record in the normal case: the job remembers ``image_ready_published_at``, and a retried GenerateImage
 that finds the image stored publishes only if that mark is missing (a crash between publishing and marking sends the
@@ -26,7 +26,7 @@ def publish_image_ready(
     if job.image_ready_published_at or not job.artifacts.image:
         return None
     url, expires_at = artifacts.presign(S3Uri.parse(job.artifacts.image), presign_seconds)
-    # GenerateImage publishes it right after queueing the render; the image was stored just before the job entered
+    # GenerateImage publishes it after staging the video request; the image was stored just before the job entered
     # staging_video, so that is when it occurred.
     stored_at = job.stage_times.get(JobStatus.STAGING_VIDEO.value) or iso(now())
     event = build_image_ready_event(

@@ -93,7 +93,7 @@ class BatchSettings(InboxSettings, frozen=True, kw_only=True):
 
 
 class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
-    """The async video request (InvokeEndpointAsync), queued by GenerateImage."""
+    """InvokeVideo: the async video request (InvokeEndpointAsync) that GenerateImage staged."""
 
     video_endpoint_name: str
     # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
@@ -101,8 +101,8 @@ class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
     video_request_ttl_seconds: Annotated[int, msgspec.Meta(ge=60, le=21600)] = 3600
 
 
-class ImageSettings(VideoSettings, frozen=True, kw_only=True):
-    """GenerateImage: the image call, then the video request it stages and queues (so both model ids)."""
+class ImageSettings(ArtifactSettings, frozen=True, kw_only=True):
+    """GenerateImage: the image call, then the video request it stages (so both model ids); InvokeVideo queues it."""
 
     image_endpoint_name: str
     job_events_topic_arn: str  # job.image_ready

@@ -1,5 +1,5 @@
 """Staging the video request: the generated image becomes the /v1/videos/sync request, stored in S3 for the async
-endpoint. GenerateImage runs it right after the image, then queues the request itself (``steps.invoke_video``).
+endpoint. GenerateImage runs it right after the image; the next state, InvokeVideo, queues it (``steps.invoke_video``).
 
 Its own module so that only the function that stages imports the image library (libvips): the other step functions'
 cold starts do not pay for it.
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 class StagedRequest:
     uri: str  # jobs/<id>/video-request.multipart
     content_type: str | None  # multipart/form-data; boundary=...; None when a retry found it staged and queued
-    # The job's artifacts with the request: written with the next transition (rendering_video), not on their own.
-    artifacts: dict[str, str] | None = None
 
 
 def _build(png: bytes, request: JobRequest, model_id: str | None) -> tuple[VideoReference, VideoRequestBody]:
@@ -56,7 +54,8 @@ def stage_video_request(
     Runs in GenerateImage, right after the image, on the PNG bytes it already holds (``png``): no S3 round trip of
     the 1.6-2.7 MB PNG and no extra Lambda hop. Only a retry (``png`` None) reads the stored image back; a retry that
     finds the job rendering already (it crashed after storing the task token) keeps the staged request.
-    ``record_artifacts`` (the job's artifacts with the image just stored) is written with the staging transition.
+    ``record_artifacts`` (the job's artifacts with the image just stored) is written with the staging transition; the
+    staged request is recorded before this returns (GenerateImage's state ends here; InvokeVideo reads it).
     ``request``: the job's request as GenerateImage read it; with ``png`` the JPEG reference and the multipart body
     are built on a second thread while the staging transition is written (libvips releases the GIL), and used only
     if the transition succeeds.
@@ -86,5 +85,5 @@ def stage_video_request(
         "video request staged",
         extra={"job_id": job_id, "bytes": len(staged.body), "jpeg_quality": reference.quality},
     )
-    recorded = to_dict(replace(job.artifacts, video_request=uri), omit_none=True)
-    return StagedRequest(uri, staged.content_type, recorded)
+    jobs.set_fields(job_id, artifacts=to_dict(replace(job.artifacts, video_request=uri), omit_none=True))
+    return StagedRequest(uri, staged.content_type)

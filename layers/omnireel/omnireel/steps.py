@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
-# Error names async_result sends with SendTaskFailure. The GenerateImageAndVideo state must never retry them (a retry
+# Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry
 # would wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
 
@@ -68,8 +68,8 @@ def generate_image(
     try:
         job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
     except JobConflict:
-        # GenerateImage also stages and queues the video request: a retry after the image was stored finds the job
-        # staging, or rendering (it crashed after storing the task token).
+        # GenerateImage also stages the video request: a retry after the image was stored finds the job staging
+        # (rendering only if InvokeVideo already ran: never from the state machine, which runs GenerateImage first).
         job = jobs.get(job_id)
         if job.status not in (JobStatus.STAGING_VIDEO, JobStatus.RENDERING_VIDEO) or not job.artifacts.image:
             raise
@@ -99,9 +99,10 @@ def invoke_video(
 ) -> None:
     """Store the task token with the job, then hand the staged request to the async endpoint.
 
-    Runs in GenerateImage right after staging (``content_type``: the staged request's, known there; None on a retry
-    that found the request staged already, which reads it from S3). ``record_artifacts``: the job's artifacts with the
-    staged request, written with this transition.
+    Runs in InvokeVideo, after GenerateImage staged and recorded the request (``content_type``: None reads it from the
+    staged object). ``record_artifacts``: artifacts to write with this transition (None: leave them). A retried
+    attempt (a crash after the render was queued, a lost Lambda response) stores its new token and finds the
+    recorded ``async_invocation``: the render is never requested twice.
     """
     fields = {"artifacts": record_artifacts} if record_artifacts else {}
     job = jobs.transition(job_id, JobStatus.RENDERING_VIDEO, task_token=task_token, **fields)
@@ -219,7 +220,7 @@ def complete_video(
                 callbacks.fail(token, error.code, error.code, error.message)
                 return "failed"
         if not job.image_ready_published_at:
-            # A render faster than GenerateImageAndVideo's own return (it publishes job.image_ready after queueing it):
+            # A render done before GenerateImage's job.image_ready was recorded (a crash or a lost write there):
             # the still's event goes first, so a consumer never sees the terminal event before it (same event_id if
             # both publish; SNS itself does not order deliveries).
             publish_image_ready(

@@ -82,9 +82,12 @@ class FakeImageEndpoint:
         self.calls: list[dict[str, Any]] = []
         self.failures = 0
         self.error: Exception = EndpointUnavailable("endpoint image: model returned HTTP 503: injected")
+        self.latency_s = 0.0  # the model's own time per call (a slow image, e.g. a cold endpoint)
 
     def generate(self, body: dict[str, Any]) -> bytes:
         self.calls.append(body)
+        if self.latency_s:
+            time.sleep(self.latency_s)  # stands for the model's work, not a wait for another thread
         if self.failures:
             self.failures -= 1
             raise self.error
@@ -213,7 +216,7 @@ class Pipeline:
         self.image_endpoint = FakeImageEndpoint()
         self.video_endpoint = FakeVideoEndpoint(self.artifacts_bucket)
         self.handlers["generate_image"].endpoint = self.image_endpoint
-        self.handlers["generate_image"].video_endpoint = self.video_endpoint
+        self.handlers["invoke_video"].endpoint = self.video_endpoint
         return self
 
     def lambda_patch(self) -> Callable[..., tuple[str, bool, str]]:

@@ -129,8 +129,8 @@ def test_the_video_request_is_staged_from_the_png_in_hand(pipeline, monkeypatch)
     assert staged["ContentType"] == call["content_type"]
     image = pipeline.s3.get_object(Bucket=pipeline.artifacts_bucket, Key=f"jobs/{job_id}/image.png")
     assert image["ContentType"] == "image/png" and image["Body"].read().startswith(b"\x89PNG")  # kept for consumers
-    assert [name for name, _ in pipeline.invocations].count("generate_image") == 1
-    assert not {"stage_video_request", "invoke_video"} & {name for name, _ in pipeline.invocations}
+    names = [name for name, _ in pipeline.invocations]
+    assert names.count("generate_image") == names.count("invoke_video") == 1 and "stage_video_request" not in names
 
 
 def test_a_staging_crash_after_the_image_is_stored_reuses_the_image(pipeline, monkeypatch):
@@ -292,10 +292,10 @@ def test_the_safety_net_adds_nothing_after_a_normal_failure(pipeline):
 
 
 def test_a_crash_after_the_render_is_queued_is_retried_and_never_renders_twice(pipeline, monkeypatch):
-    """GenerateImageAndVideo crashes after InvokeEndpointAsync (here: publishing job.image_ready): the retry finds the
-    job rendering with its request queued, stores the new task token, and the render's notification answers it."""
-    module = pipeline.handlers["generate_image"]
-    original, crashes = module.publish_image_ready, []
+    """InvokeVideo crashes after InvokeEndpointAsync (here: at its heartbeat): the retry finds the job rendering with
+    its request queued, stores the new task token, and the render's notification answers it."""
+    module = pipeline.handlers["invoke_video"]
+    original, crashes = module.callbacks.heartbeat, []
 
     def crash_once(*args, **kwargs):
         if not crashes:
@@ -303,10 +303,10 @@ def test_a_crash_after_the_render_is_queued_is_retried_and_never_renders_twice(p
             raise RuntimeError("injected crash after the render was queued")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(module, "publish_image_ready", crash_once)
+    monkeypatch.setattr(module.callbacks, "heartbeat", crash_once)
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
-    pipeline.wait(lambda: [n for n, _ in pipeline.invocations].count("generate_image") == 2, what="the retry")
+    pipeline.wait(lambda: [n for n, _ in pipeline.invocations].count("invoke_video") == 2, what="the retry")
     pipeline.wait(lambda: pipeline.job(job_id)["status"] == "rendering_video" and len(crashes) == 1, what="retry")
     pipeline.wait(lambda: pipeline.consumer_events(progress=True, expect=1, timeout=1), what="job.image_ready")
     pipeline.write_output(job_id, tiny_mp4())
@@ -315,12 +315,63 @@ def test_a_crash_after_the_render_is_queued_is_retried_and_never_renders_twice(p
     assert "RuntimeError" in pipeline.history_errors(job_id)
     assert len([c for c in pipeline.video_endpoint.calls if c["inference_id"] == job_id]) == 1
     assert len(pipeline.image_endpoint.calls) == 1
+    assert [n for n, _ in pipeline.invocations].count("generate_image") == 1  # the image state is not re-run
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
 
 
-def test_a_success_takes_two_lambda_hops_and_the_event_leaves_before_the_task_is_answered(pipeline, monkeypatch):
-    """Issue 11 item 3: GenerateImageAndVideo queues the render itself (no InvokeVideo) and AsyncResult publishes
-    job.succeeded before SendTaskSuccess (no PublishSucceeded): a success is two Lambda invocations of the pipeline."""
+def test_a_crash_after_the_image_state_staged_is_retried_without_a_second_model_call(pipeline, monkeypatch):
+    """GenerateImage crashes after storing the image and staging the request (here: publishing job.image_ready): its
+    own retrier runs it again, which reuses the stored image, and InvokeVideo then queues the render exactly once."""
+    module = pipeline.handlers["generate_image"]
+    original, crashes = module.publish_image_ready, []
+
+    def crash_once(*args, **kwargs):
+        if not crashes:
+            crashes.append(1)
+            raise RuntimeError("injected crash after staging")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "publish_image_ready", crash_once)
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
+    names = [n for n, _ in pipeline.invocations]
+    assert names.count("generate_image") == 2 and names.count("invoke_video") == 1
+    assert len(pipeline.image_endpoint.calls) == 1
+    assert len([c for c in pipeline.video_endpoint.calls if c["inference_id"] == job_id]) == 1
+    assert "RuntimeError" in pipeline.history_errors(job_id)
+    assert _entered(pipeline, job_id) == ["GenerateImage", "InvokeVideo", "EventPublished", "JobSucceeded"]
+
+
+def _history(pipeline, job_id) -> list[dict]:
+    return pipeline.sfn.get_execution_history(executionArn=pipeline.execution_arn(job_id), maxResults=1000)["events"]
+
+
+def _entered(pipeline, job_id) -> list[str]:
+    history = _history(pipeline, job_id)
+    return [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+
+
+def test_the_image_time_counts_against_neither_the_callback_timeout_nor_its_heartbeat(make_pipeline):
+    """Issue 26: an image call slower than the callback's heartbeat (a cold image endpoint) is GenerateImage's time,
+    bounded by its own TimeoutSeconds; InvokeVideo's timeout and heartbeat start with the render's state and the job
+    succeeds."""
+    pipeline = make_pipeline(VideoCallbackTimeoutSeconds="4", VideoHeartbeatSeconds="3")
+    pipeline.image_endpoint.latency_s = 5.0  # longer than the callback's whole TimeoutSeconds
+    job_id = submit(pipeline)
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    assert pipeline.execution(job_id)["status"] == "SUCCEEDED", pipeline.history_errors(job_id)
+    assert not [e for e in pipeline.history_errors(job_id) if "Timeout" in e]
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
+
+
+def test_a_success_shows_each_stage_and_the_event_leaves_before_the_task_is_answered(pipeline, monkeypatch):
+    """Issue 26: one state per stage (GenerateImage, then InvokeVideo waiting on the render), so the history shows
+    which stage ran and how long; AsyncResult publishes job.succeeded before SendTaskSuccess (no PublishSucceeded)."""
     module = pipeline.handlers["async_result"]
     order = []
     publish, succeed = module.publisher.publish, module.callbacks.succeed
@@ -331,13 +382,19 @@ def test_a_success_takes_two_lambda_hops_and_the_event_leaves_before_the_task_is
     pipeline.write_output(job_id, tiny_mp4())
     pipeline.publish_notification(job_id, "Completed")
     assert pipeline.execution(job_id)["status"] == "SUCCEEDED"
-    assert [name for name, _ in pipeline.invocations] == ["generate_image", "async_result"]
-    # (job.image_ready too if the harness's notification beat GenerateImageAndVideo's own publish of it)
-    assert [o for o in order if o != "job.image_ready"] == ["job.succeeded", "answer"]
+    assert [name for name, _ in pipeline.invocations] == ["generate_image", "invoke_video", "async_result"]
+    assert order == ["job.succeeded", "answer"]  # job.image_ready left with GenerateImage, before the render
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
-    history = pipeline.sfn.get_execution_history(executionArn=pipeline.execution_arn(job_id), maxResults=1000)
-    entered = [e["stateEnteredEventDetails"]["name"] for e in history["events"] if "stateEnteredEventDetails" in e]
-    assert entered == ["GenerateImageAndVideo", "EventPublished", "JobSucceeded"]
+    assert _entered(pipeline, job_id) == ["GenerateImage", "InvokeVideo", "EventPublished", "JobSucceeded"]
+    # Each task state's start and end are in the history (its duration); GenerateImage ends before InvokeVideo starts.
+    history = _history(pipeline, job_id)
+    bounds = {
+        (e["type"], (e.get("stateEnteredEventDetails") or e.get("stateExitedEventDetails"))["name"]): e["id"]
+        for e in history
+        if e["type"] in ("TaskStateEntered", "TaskStateExited")
+    }
+    assert bounds[("TaskStateExited", "GenerateImage")] < bounds[("TaskStateEntered", "InvokeVideo")]
+    assert bounds[("TaskStateEntered", "InvokeVideo")] < bounds[("TaskStateExited", "InvokeVideo")]
 
 
 def test_a_crash_between_the_event_and_the_answer_is_answered_by_the_redelivery(pipeline, monkeypatch):
@@ -369,8 +426,9 @@ def test_a_crash_between_the_event_and_the_answer_is_answered_by_the_redelivery(
 
 
 def test_a_render_done_before_job_image_ready_gets_it_published_first(pipeline, monkeypatch):
-    """GenerateImageAndVideo publishes job.image_ready after queueing the render; a render that is done before that
-    (here: the step never gets to it) has AsyncResult publish it before the terminal event, exactly once."""
+    """GenerateImage publishes job.image_ready before the render is queued; a render that is done before it was
+    published (here: the step never gets to it, e.g. a lost write) has AsyncResult publish it before the terminal
+    event, exactly once."""
     monkeypatch.setattr(pipeline.handlers["generate_image"], "publish_image_ready", lambda *a, **k: None)
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
@@ -380,3 +438,20 @@ def test_a_render_done_before_job_image_ready_gets_it_published_first(pipeline, 
     events = pipeline.consumer_events(expect=2, progress=True)
     assert [e["event_type"] for e in events] == ["job.image_ready", "job.succeeded"]
     assert events[0]["status"] == "generating_image" and events[0]["job_id"] == job_id
+
+
+def test_a_job_cancelled_during_generate_image_stops_before_invoke_video(pipeline):
+    """DELETE /jobs/{id} stops the execution whichever state it is in: here GenerateImage (a slow image call), so
+    InvokeVideo never starts and nothing is rendered; the job has one terminal event, job.cancelled."""
+    pipeline.image_endpoint.latency_s = 2.0
+    job_id = submit(pipeline)
+    pipeline.wait(lambda: pipeline.image_endpoint.calls, what="the image call")
+    answer = pipeline.api("DELETE", f"/jobs/{job_id}")
+    assert answer["statusCode"] == 200, answer
+    assert answer["json"]["cancelled_at_stage"] == "generate_image"
+    assert pipeline.execution(job_id)["status"] == "ABORTED"
+    assert "InvokeVideo" not in _entered(pipeline, job_id) and _entered(pipeline, job_id)[0] == "GenerateImage"
+    pipeline.wait(lambda: "generate_image" in [n for n, _ in pipeline.invocations], what="the image step")
+    assert not pipeline.video_endpoint.calls
+    assert pipeline.job(job_id)["status"] == "cancelled"
+    assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.cancelled"]

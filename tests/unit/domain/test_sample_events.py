@@ -72,6 +72,7 @@ def test_inbox_event():
     "name",
     [
         "generate_image.json",
+        "invoke_video.json",
         "reconcile_video.json",
         "publish_event_succeeded.json",
         "publish_event_failed.json",

@@ -42,12 +42,16 @@ class Jobs:
         self.started = started
         self.conflict = conflict
         self.build_running_during_transition: bool | None = None
+        self.recorded: list[dict[str, Any]] = []
 
     def transition(self, job_id: str, target: JobStatus, **fields: Any) -> Job:
         self.build_running_during_transition = self.started.wait(5)
         if self.conflict:
             raise JobConflict("already rendering")
         return job(target, image="s3://artifacts/jobs/j-1/image.png")
+
+    def set_fields(self, job_id: str, **fields: Any) -> None:
+        self.recorded.append(fields)
 
     def get(self, job_id: str) -> Job:
         return job(JobStatus.RENDERING_VIDEO, video_request="s3://artifacts/jobs/j-1/video-request.multipart")
@@ -79,6 +83,15 @@ def test_the_request_is_built_while_the_staging_transition_is_written(build_star
     assert jobs.build_running_during_transition is True
     assert artifacts.puts == ["jobs/j-1/video-request.multipart"]
     assert staged.content_type and staged.content_type.startswith("multipart/form-data; boundary=")
+    # Recorded before GenerateImage's state ends: InvokeVideo, the next state, reads it from the job (issue 26).
+    assert jobs.recorded == [
+        {
+            "artifacts": {
+                "image": "s3://artifacts/jobs/j-1/image.png",
+                "video_request": "s3://artifacts/jobs/j-1/video-request.multipart",
+            }
+        }
+    ]
 
 
 def test_a_build_for_a_job_already_rendering_is_discarded(build_started: threading.Event) -> None:
@@ -86,4 +99,4 @@ def test_a_build_for_a_job_already_rendering_is_discarded(build_started: threadi
     staged = staging.stage_video_request("j-1", png=png(), jobs=jobs, artifacts=artifacts, model_id="m",
                                          request=REQUEST)  # type: ignore[arg-type]  # fmt: skip
     assert staged.uri.endswith("video-request.multipart") and staged.content_type is None
-    assert artifacts.puts == []  # nothing staged twice
+    assert artifacts.puts == [] and jobs.recorded == []  # nothing staged twice

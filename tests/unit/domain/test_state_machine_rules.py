@@ -8,17 +8,21 @@ from omnireel.steps import CALLBACK_FAILURE_CODES
 ASL = Path(__file__).resolve().parents[3] / "statemachine" / "pipeline.asl.json"
 
 
-def _states() -> dict:
+def _definition() -> dict:
     # Substitutions are numbers only; any digit makes the document parse.
     text = ASL.read_text()
     for name in ("RetryIntervalSeconds", "ImageMaxAttempts", "VideoCallbackTimeoutSeconds", "VideoHeartbeatSeconds"):
         text = text.replace("${" + name + "}", "1")
-    return json.loads(text)["States"]
+    return json.loads(text)
+
+
+def _states() -> dict:
+    return _definition()["States"]
 
 
 def test_callback_failures_are_never_retried():
     """States.TaskFailed (retried for crashes) matches every error name, so the first retrier must stop these."""
-    retriers = _states()["GenerateImageAndVideo"]["Retry"]
+    retriers = _states()["InvokeVideo"]["Retry"]
     assert retriers[0]["MaxAttempts"] == 0
     assert set(CALLBACK_FAILURE_CODES) <= set(retriers[0]["ErrorEquals"])
     assert {"States.Timeout", "States.HeartbeatTimeout", "StepError"} <= set(retriers[0]["ErrorEquals"])
@@ -35,3 +39,24 @@ def test_every_task_failure_is_caught_or_terminal():
     for name, state in _states().items():
         if state["Type"] == "Task" and name != "RecordFailure":
             assert any("States.ALL" in c["ErrorEquals"] for c in state.get("Catch", [])), name
+
+
+def test_one_state_per_stage():
+    """Issue 26: the image (with staging) and the render are separate states, so an execution's history shows which
+    stage ran and for how long; the image call counts against neither the callback's timeout nor its heartbeat."""
+    definition = _definition()
+    states = definition["States"]
+    assert definition["StartAt"] == "GenerateImage"
+    image, video = states["GenerateImage"], states["InvokeVideo"]
+    assert image["Resource"] == "arn:aws:states:::lambda:invoke"  # synchronous: ends when the Lambda returns
+    assert "HeartbeatSeconds" not in image and image["TimeoutSeconds"] > 0
+    assert image["Next"] == "InvokeVideo" and "Retry" in image and "Catch" in image
+    assert image["Parameters"]["FunctionName"] != video["Parameters"]["FunctionName"]
+    assert "task_token.$" not in image["Parameters"]["Payload"]
+    assert video["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    assert video["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert {"TimeoutSeconds", "HeartbeatSeconds"} <= set(video)
+    # Only the render waits on a token.
+    waiting = [name for name, state in states.items() if state.get("Resource", "").endswith(".waitForTaskToken")]
+    assert waiting == ["InvokeVideo"]
+    assert {c["Next"] for c in video["Catch"]} == {"ReconcileVideo", "RecordFailure"}

@@ -173,10 +173,29 @@ def test_pipeline_timeouts_cover_a_wake_up_from_zero(cfn: dict[str, Any]) -> Non
     assert p["VideoRequestTtlSeconds"] == 3600 and p["VideoRequestTtlSeconds"] > wake_up
     assert p["VideoHeartbeatSeconds"] > p["VideoRequestTtlSeconds"] + p["VideoInvocationTimeoutSeconds"]
     assert p["VideoCallbackTimeoutSeconds"] >= p["VideoHeartbeatSeconds"]
-    # On AWS the first heartbeat interval starts with the task, so it also covers GenerateImageAndVideo's own run (image
-    # call, staging) before the Lambda heartbeats once the render is queued.
-    image_step = cfn["Resources"]["GenerateImageFunction"]["Properties"]["Timeout"]
-    assert p["VideoHeartbeatSeconds"] > image_step * 4
+    # On AWS the first heartbeat interval starts with the task, so it also covers InvokeVideo's own run (token stored,
+    # InvokeEndpointAsync) before its Lambda heartbeats once the render is queued; the image is a state of its own.
+    invoke_step = props(cfn, "InvokeVideoFunction")["Timeout"]
+    assert p["VideoHeartbeatSeconds"] > p["VideoRequestTtlSeconds"] + p["VideoInvocationTimeoutSeconds"] + invoke_step
+
+
+def test_each_pipeline_state_runs_its_own_function_within_its_timeout(sam: dict[str, Any], cfn: dict[str, Any]) -> None:
+    """Issue 26: GenerateImage and InvokeVideo are separate states backed by separate functions; a synchronous task's
+    TimeoutSeconds covers its function's Timeout (so a slow attempt ends as the Lambda's error, not the state's)."""
+    from omnireel_template import definition_file, render_definition, state_machine_substitutions
+
+    parameters = {k: str(v.get("Default", "")) for k, v in sam["Parameters"].items()}
+    subs = state_machine_substitutions(sam, "PipelineStateMachine", lambda value: f"arn:{value}", parameters)
+    states = render_definition(definition_file(sam, "PipelineStateMachine").read_text(), subs)["States"]
+    functions = {
+        "GenerateImage": "GenerateImageFunction",
+        "InvokeVideo": "InvokeVideoFunction",
+    }
+    for state, function in functions.items():
+        target = states[state]["Parameters"]["FunctionName"]
+        assert [name for name in functions.values() if f"'{name}" in target] == [function], (state, target)
+    image_timeout = props(cfn, "GenerateImageFunction")["Timeout"]
+    assert states["GenerateImage"]["TimeoutSeconds"] >= image_timeout
 
 
 # ---------------------------------------------------------------- 5. lifecycle

@@ -135,8 +135,9 @@ EVERY_CALL_CLIENTS = {
     "batch_progress": {"dynamodb", "s3"},
     "batch_submit": {"dynamodb", "s3", "sqs", "stepfunctions"},
     "fail_overdue_jobs": {"dynamodb", "s3", "stepfunctions"},
-    "generate_image": {"dynamodb", "s3", "sagemaker-runtime", "stepfunctions", "sns", "events"},
+    "generate_image": {"dynamodb", "s3", "sagemaker-runtime", "sns", "events"},  # job.image_ready on every call
     "inbox": {"dynamodb", "s3", "stepfunctions"},
+    "invoke_video": {"dynamodb", "s3", "sagemaker-runtime", "stepfunctions"},  # HEAD of the request, heartbeat
     "publish_event": {"dynamodb", "s3", "sns", "events"},
     "reconcile_batches": {"dynamodb"},  # the open-items index; job reads and repairs are rare
     "reconcile_video": {"dynamodb", "s3"},
