@@ -251,6 +251,10 @@ def run_hostile(
     }
     original_env: dict[str, str] = {}
     try:
+        # The phase measures receivers, not the pipeline: no container faults left from an earlier phase (a duplicated
+        # async notification there publishes a terminal event twice, which every consumer sees twice by design).
+        for kind in ("images", "videos"):
+            stack.emulator(kind, {"faults": {kind: None}})
         original_env = _set_attempt_deadline(stack, ATTEMPT_DEADLINE_S, {})
         dns_port = receivers["A/dns"].url.split(":")[2].split("/")[0]
         # The DNS name fails DNS_FAILURES times from every (re)write of the fault config: more failures, still retried.
@@ -359,6 +363,11 @@ def run_hostile(
                 cause = "answered after the sender's deadline"
             elif any(a.get("message", "").startswith("webhook record failed") for a in logged):
                 cause = "delivered, then recording the attempt failed (retried)"
+            elif sum(1 for a in logged if a.get("message") == "webhook delivered" and a.get("attempt") == 1) > 1:
+                # Two queue messages, each delivered at its first receive: the event was published twice upstream
+                # (SNS is at-least-once; a crash between publishing and recording it). A batch failure re-sending a
+                # delivered record would show the same message again, at receive 2 or later.
+                cause = "published twice (two queue messages, same webhook-id)"
             else:
                 cause = "other"
             duplicates[cause] += 1
