@@ -8,7 +8,7 @@ reported as a ratio to it (target: <= 1.3x), so a slower or busier machine moves
 wall time (the headline: Lambda's init is wall time) and its CPU time (less sensitive to other load on the machine).
 
 Two tracing conditions, side by side in the same run (template parameter ``XRaySdkTracing``):
-* ``SDK off`` - the default and the headline: ``omnireel.tracing.NoTracer``, ``aws_xray_sdk`` never imported;
+* ``SDK off`` - the default and the headline: ``omnireel.runtime.tracing.NoTracer``, ``aws_xray_sdk`` never imported;
 * ``SDK on`` - Powertools' Tracer created at import: the X-Ray SDK imported and botocore patched.
 
 Each run is a fresh interpreter (.venv's Python 3.13) whose sys.path is the function's code directory and the
@@ -72,8 +72,8 @@ BASELINE_CHILD = _timed(_BASE)
 _POWERTOOLS = "from aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics()\n"
 # Probes that split the shared cost (each measured paired with the baseline, like a function): botocore alone (how the
 # functions create their clients: omnireel.aws.clients), Powertools' Logger + Metrics, those plus the Tracer as
-# omnireel.tracing creates it with the SDK on, msgspec (the records' and events' library: its import and a struct
-# converted, as a function does with its settings), a DynamoDB Table resource (what the stores used before the
+# omnireel.runtime.tracing creates it with the SDK on, msgspec (the records' and events' library: its import and a
+# struct converted, as a function does with its settings), a DynamoDB Table resource (what the stores used before the
 # low-level client), and more clients.
 PROBES = {
     "(probe) botocore + one client": _timed(
@@ -136,7 +136,7 @@ def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "PYTHONPATH": os.pathsep.join([str(REPO / "functions" / name), str(REPO / "layers" / "omnireel"), site]),
         "PYTHONHASHSEED": "0",
-        # template parameter XRaySdkTracing (default "false"), read at import by omnireel.tracing.
+        # template parameter XRaySdkTracing (default "false"), read at import by omnireel.runtime.tracing.
         "XRAY_SDK_TRACING": "true" if sdk else "false",
     }
     if pycache_prefix is not None:
@@ -360,11 +360,12 @@ Import time of `functions/<name>/handler.py` (module-level work included: settin
 stores and the clients they create; interpreter start-up excluded) next to the yardstick measured in the same run,
 `import boto3` + `boto3.client("s3")` (the least a Python Lambda that calls AWS does at init), as a ratio of medians.
 Lambda-like environment, nothing reaches a network. Two tracing conditions (template parameter `XRaySdkTracing`):
-**SDK off**, the default and the headline (`omnireel.tracing.NoTracer`: `aws_xray_sdk` is never imported; Lambda active
-tracing still records each invocation), and **SDK on** (Powertools' Tracer created at import: the X-Ray SDK imported
-and botocore patched). Bytecode present is what we ship: `layers/omnireel/Makefile` (`BuildMethod: makefile`)
-precompiles the layer ({layer_files:,} files, {layer_pyc} `.pyc`); "no .pyc" (only with `--nopyc`) is the code as
-SAM's `BuildMethod: python3.13` would ship it (/opt is read-only: every cold start would compile every module).
+**SDK off**, the default and the headline (`omnireel.runtime.tracing.NoTracer`: `aws_xray_sdk` is never imported;
+Lambda active tracing still records each invocation), and **SDK on** (Powertools' Tracer created at import: the X-Ray
+SDK imported and botocore patched). Bytecode present is what we ship: `layers/omnireel/Makefile`
+(`BuildMethod: makefile`) precompiles the layer ({layer_files:,} files, {layer_pyc} `.pyc`); "no .pyc" (only with
+`--nopyc`) is the code as SAM's `BuildMethod: python3.13` would ship it (/opt is read-only: every cold start would
+compile every module).
 
 **Result (SDK off, the default): {met} of {len(names)} functions within {TARGET_RATIO}x the baseline** (with the SDK on:
 {met_on} of {len(names)}).

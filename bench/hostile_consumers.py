@@ -53,7 +53,7 @@ TRICKLE_EVERY_S = 0.5
 BAD_ATTEMPTS = 2  # trickle, hang and 503 on the first two attempts of each event, then answer at once
 DNS_FAILURES = 2
 DNS_NAME = "flaky-dns.hooks.test"
-MAX_FIELD = 2000  # characters: omnireel.request.MAX_PROMPT_CHARS
+MAX_FIELD = 2000  # characters: omnireel.jobs.request.MAX_PROMPT_CHARS
 
 
 @dataclass

@@ -119,7 +119,7 @@ class SampleClient:
             return None
 
     def run(self, raw_request: dict[str, Any], timeout_s: float = 600) -> dict[str, Any]:
-        from omnireel.request import parse_job_request
+        from omnireel.jobs.request import parse_job_request
 
         request = parse_job_request(raw_request)
         image_body = json.dumps(self.image_payload(request)).encode()
@@ -174,7 +174,7 @@ def measure_model_time(stack: IsolatedStack, sample: SampleClient, rounds: int, 
     ``parallel`` calls at once, as many as the run has jobs in flight: the emulator's PNG / H.264 work then competes
     for the CPU as it does during the run, and that contention counts as model time, not as overhead.
     """
-    from omnireel.request import parse_job_request
+    from omnireel.jobs.request import parse_job_request
 
     rng = random.Random(99)
     images: list[float] = []
@@ -257,8 +257,8 @@ HOP_LABELS = {
     "submit": "`POST /jobs` until its 202 (front door SigV4 check, api Lambda: record + StartExecution)",
     "dispatch": "202 -> GenerateImage running (Step Functions start, Lambda invoke)",
     "image": "image call - image model time (shim, transition, image.png PUT)",
-    "staging": "staging_video -> rendering_video (JPEG reference + multipart PUT, transition storing the task token; "
-    "same Lambda)",
+    "staging": "staging_video -> rendering_video (GenerateImage: JPEG reference + multipart PUT, job.image_ready; "
+    "the hop to InvokeVideo: a state transition and a Lambda invoke; the transition storing the task token)",
     "video": "rendering_video -> succeeded - video model time (InvokeEndpointAsync, shim reads S3 and writes the "
     "output, SNS -> AsyncResult: MP4 check, copy to jobs/<id>/video.mp4, terminal transition)",
     "event": "succeeded -> event received (AsyncResult: presign, SNS + EventBridge publish; SNS -> SQS, our long poll)",

@@ -618,7 +618,7 @@ The first run of this suite found three problems, and issue 9 three more; all ar
 
 1. **Truncated MP4 -> job.succeeded with a video that did not decode** (phase `malformed_video`). `check_mp4` only
    checked the `ftyp` signature. Fixed: `finalize_video` walks the output's top-level ISO-BMFF boxes with ranged reads
-   (`omnireel.mp4.check_mp4_boxes`: every box must fit in the file, `moov` and `mdat` present), so a cut-off MP4
+   (`omnireel.media.mp4.check_mp4_boxes`: every box must fit in the file, `moov` and `mdat` present), so a cut-off MP4
    fails the job with `MalformedModelOutput` (unit tests in `tests/unit/domain/test_media.py`).
 2. **Two deliveries of one terminal event after a crash in PublishEvent** (phases `lambda_crash`, `mixed`).
    `finish_job` publishes, then records `event_published_at`; a worker killed between the two is retried and

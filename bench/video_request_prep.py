@@ -8,9 +8,9 @@ Side by side, in one process, interleaved call by call on the same deterministic
   ``build_video_multipart``): ``ImageOps.fit(source.convert("RGB"), (w, h), method=LANCZOS)``, JPEG quality 90
   with ``optimize=True``, base64 data URL in compact JSON, ``urllib3.encode_multipart_formdata`` with boundary
   ``vllm-omni-<uuid hex>``, all text parts.
-* ``ours`` - ``omnireel.reference_image.prepare_video_reference`` (libvips: sequential PNG decode, Lanczos-3
+* ``ours`` - ``omnireel.media.reference_image.prepare_video_reference`` (libvips: sequential PNG decode, Lanczos-3
   shrink, centre crop, JPEG Q90 with 4:2:0 chroma forced, one thread, operation cache off) +
-  ``omnireel.video_request.build_video_request`` (urllib3, as the sample; requests-toolbelt until 2026-12-02).
+  ``omnireel.media.video_request.build_video_request`` (urllib3, as the sample; requests-toolbelt until 2026-12-02).
 
 Quality: each staged body is parsed back, its JPEG decoded and compared with an exact reference
 (float64 separable Lanczos-3 from the original PNG over the exact centre-crop box, no rounding, no
@@ -45,9 +45,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import emit, machine, quantile, today  # noqa: E402
-from omnireel.reference_image import MAX_TEXT_PART_BYTES, encode_jpeg, fit, prepare_video_reference  # noqa: E402
-from omnireel.request import JobRequest  # noqa: E402
-from omnireel.video_request import build_video_request  # noqa: E402
+from omnireel.jobs.request import JobRequest  # noqa: E402
+from omnireel.media.reference_image import MAX_TEXT_PART_BYTES, encode_jpeg, fit, prepare_video_reference  # noqa: E402
+from omnireel.media.video_request import build_video_request  # noqa: E402
 
 WIDTH, HEIGHT = 480, 320
 SOURCE = 1024

@@ -1,5 +1,5 @@
-"""The published event schemas, docs/events/*.v1.schema.json: job-event (``omnireel.events.JobEvent``),
-job-image-ready (``ImageReadyEvent``) and batch-event (``omnireel.batch_events.BatchEvent``).
+"""The published event schemas, docs/events/*.v1.schema.json: job-event (``omnireel.events.job_events.JobEvent``),
+job-image-ready (``ImageReadyEvent``) and batch-event (``omnireel.events.batch_events.BatchEvent``).
 
 They are the contract consumers validate against. They were generated from the pydantic models the events used to be;
 since the events became msgspec structs (docs/decisions.md) the files are kept as they were, byte for byte, and edited
@@ -24,8 +24,8 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "omnireel"))
 
-from omnireel.batch_events import BatchEvent  # noqa: E402
-from omnireel.events import ImageReadyEvent, JobEvent  # noqa: E402
+from omnireel.events.batch_events import BatchEvent  # noqa: E402
+from omnireel.events.job_events import ImageReadyEvent, JobEvent  # noqa: E402
 
 SCHEMA_PATH = ROOT / "docs" / "events" / "job-event.v1.schema.json"
 IMAGE_READY_SCHEMA_PATH = ROOT / "docs" / "events" / "job-image-ready.v1.schema.json"

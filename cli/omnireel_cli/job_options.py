@@ -1,4 +1,4 @@
-"""The job request fields as CLI flags: one row per field of ``omnireel.request.JobRequest``.
+"""The job request fields as CLI flags: one row per field of ``omnireel.jobs.request.JobRequest``.
 
 ``submit`` and ``demo`` get every row as a flag; ``build_request`` puts what was given at the row's place in the
 request body and leaves the rest to the API's defaults. A new API field is one new row (a unit test checks that every

@@ -142,8 +142,8 @@ def download(job: dict[str, Any], directory: Path, names: tuple[str, ...] = ("im
 
 
 # ---------------------------------------------------------------- inbox
-INBOX_PREFIX = "prompts/"  # the inbox bucket's S3 trigger (template.yaml) and omnireel.inbox.PREFIX
-INBOX_SUFFIXES = (".txt", ".json")  # what omnireel.inbox.parse_inbox_file reads (a unit test keeps them equal)
+INBOX_PREFIX = "prompts/"  # the inbox bucket's S3 trigger (template.yaml) and omnireel.jobs.inbox.PREFIX
+INBOX_SUFFIXES = (".txt", ".json")  # what omnireel.jobs.inbox.parse_inbox_file reads (a unit test keeps them equal)
 
 
 def check_drop(file: Path, key: str | None) -> str:

@@ -4,7 +4,7 @@
 from the ISO-BMFF sample table (``stsz``/``trun`` sample counts, the ``stsd`` visual sample entry), not from decoding
 the H.264 stream, so .venv needs no FFmpeg: PyAV lives only in the emulator's environment (.venv-emulator), and the
 e2e tests decode the stack's MP4s frame by frame with it (tests/unit/cli/test_mp4_facts.py checks that both agree).
-The top-level structure is checked first with the layer's own checks (``omnireel.mp4.check_mp4_boxes``).
+The top-level structure is checked first with the layer's own checks (``omnireel.media.mp4.check_mp4_boxes``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from omnireel.errors import MalformedModelOutput
-from omnireel.mp4 import check_mp4_boxes
+from omnireel.core.errors import MalformedModelOutput
+from omnireel.media.mp4 import check_mp4_boxes
 
 CODECS = {b"avc1": "h264", b"avc3": "h264", b"hvc1": "hevc", b"hev1": "hevc", b"av01": "av1", b"vp09": "vp9",
           b"mp4v": "mpeg4"}  # fmt: skip

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from omnireel.errors import MalformedModelOutput
+from omnireel.core.errors import MalformedModelOutput
 
 from . import jobs, tts
 from .errors import CliError

@@ -1,6 +1,6 @@
 """``omnireel webhooks``: a local receiver that verifies Standard Webhooks signatures and prints each delivery, the
 caller's own signing secret (``GET /webhooks/secret``), and for operators the unowned secret and the rotation of the
-master key (Secrets Manager, with the operator's credentials: ``omnireel.webhook_secrets`` says how secrets derive)."""
+master key (Secrets Manager, with the operator's credentials: ``omnireel.webhooks.secrets`` says how secrets derive)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from omnireel.webhook_secrets import (
+from omnireel.webhooks.secrets import (
     MAX_GRACE,
     InvalidMasterKey,
     MasterKeys,

@@ -4,10 +4,11 @@ jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the caller'
 manifest.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
-caller's scope (``omnireel.caller``: the user, or the role without its session) and the key, and a
-reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and the
-resolver's exception handlers below map each to its status (400, 403, 404, 409; 500 for a job whose execution name
-is taken) with a bounded message (``omnireel.bounded``).
+caller's scope (``omnireel.core.caller``: the user, or the role without its session) and the key, and a
+reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and one
+exception handler maps each to its status through one table, ``ERROR_STATUS`` (400, 403, 404, 409; 500 for a job whose
+execution name is taken; 503 while a batch's intake or the signing key is unavailable), with a bounded message
+(``omnireel.core.bounded``).
 """
 
 import base64
@@ -19,50 +20,48 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_queue import BatchQueue
-from omnireel.aws.batch_store import BatchStore
-from omnireel.aws.event_publisher import EventPublisher
-from omnireel.aws.job_store import JobStore
-from omnireel.aws.secrets import WebhookMasterKey
-from omnireel.aws.workflow import Workflow
-from omnireel.batch_intake import BatchIntake
-from omnireel.batch_progress import batch_view
-from omnireel.bounded import MAX_ECHO_CHARS, bounded
-from omnireel.caller import caller_scope
-from omnireel.cancellation import cancel_job, cancellation_view
-from omnireel.errors import (
+from omnireel.aws import adapters
+from omnireel.batches.intake import BatchIntake
+from omnireel.batches.progress import batch_view
+from omnireel.core.bounded import MAX_ECHO_CHARS, bounded
+from omnireel.core.caller import caller_scope
+from omnireel.core.errors import (
+    ArtifactAccessDenied,
     BatchIntakeFailed,
     BatchNotFound,
     ExecutionNameTaken,
     IdempotencyConflict,
     InvalidRequest,
+    JobConflict,
     JobFinished,
     JobNotFound,
     NotJobOwner,
+    OmnireelError,
+    PublishFailed,
     SigningKeyUnavailable,
+    WebhookOwnerUnknown,
 )
-from omnireel.job import Job, JobStatus
-from omnireel.job_view import job_view
-from omnireel.listing import job_summary, list_jobs, parse_list_query
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.outcome import finish_job
-from omnireel.request import check_webhook_url, parse_job_request_json
-from omnireel.settings import ApiSettings
-from omnireel.submission import submit_job
-from omnireel.webhook_signing import secret_view
-from omnireel.webhook_target import resolve_target
+from omnireel.jobs.cancellation import cancel_job, cancellation_view
+from omnireel.jobs.job import Job, JobStatus
+from omnireel.jobs.job_view import job_view
+from omnireel.jobs.listing import job_summary, list_jobs, parse_list_query
+from omnireel.jobs.outcome import finish_job
+from omnireel.jobs.request import check_webhook_url, parse_job_request_json
+from omnireel.jobs.submission import submit_job
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, metrics, tracer
+from omnireel.runtime.settings import ApiSettings
+from omnireel.webhooks.signing import secret_view
+from omnireel.webhooks.target import resolve_target
 
 settings = ApiSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
-workflow = Workflow(settings.state_machine_arn)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
-batch_store = BatchStore(settings.batches_table, settings.job_ttl_days) if settings.batches_table else None
-batches = (
-    BatchIntake(batch_store, BatchQueue(settings.batch_queue_url)) if batch_store and settings.batch_queue_url else None
-)
-master_key = WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
+workflow = adapters.workflow(settings)
+publisher = adapters.event_publisher(settings)
+batch_store = adapters.batch_store(settings) if settings.batches_table else None
+batches = BatchIntake(batch_store, adapters.batch_queue(settings)) if batch_store and settings.batch_queue_url else None
+master_key = adapters.webhook_master_key(settings)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -104,7 +103,7 @@ def create_job() -> Response:
     if not body:
         raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
     request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
-    if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhook_target
+    if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhooks.target
         resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     caller = _caller()
     natural_key = f"api:{caller}:{key}" if key else None
@@ -187,7 +186,7 @@ def create_batch() -> Response:
     if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
         raise InvalidRequest('send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)')
     webhook = data.get("webhook")
-    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhook_target)
+    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhooks.target)
         if not isinstance(webhook, str):
             raise InvalidRequest("webhook: must be an https:// URL")
         try:
@@ -218,63 +217,55 @@ def get_batch(batch_id: str) -> Response:
     return Response(200, content_types.APPLICATION_JSON, batch_view(found, artifacts, settings.presign_seconds))
 
 
-@app.exception_handler(InvalidRequest)
-def invalid_request(exc: InvalidRequest) -> Response:
-    return _error(400, exc.code, exc.message)
+# One error -> status table: every domain error a route may raise, and its status. A subclass takes its nearest
+# listed ancestor's status (tests/unit/api: every error a route can raise is covered, derived from the code).
+ERROR_STATUS: dict[type[OmnireelError], int] = {
+    InvalidRequest: 400,
+    NotJobOwner: 403,
+    JobNotFound: 404,
+    BatchNotFound: 404,
+    IdempotencyConflict: 409,
+    JobFinished: 409,  # the cancel came after the job had ended: the body names its status
+    ExecutionNameTaken: 500,  # the job is recorded but can never start under its name: failed now, the body names it
+    BatchIntakeFailed: 503,  # the batch is recorded (GET /batches/{id} shows it) and ends completed either way
+    SigningKeyUnavailable: 503,  # GET /webhooks/secret while the master key cannot be read (docs/operations.md)
+    JobConflict: 409,  # the job changed under the request (a cancel racing the job's own end)
+    PublishFailed: 503,  # the event could not be published: the request may be retried
+    ArtifactAccessDenied: 500,  # the function may not read an artifact: an operator's problem (docs/operations.md)
+    WebhookOwnerUnknown: 500,
+    OmnireelError: 500,  # any other domain error: still a JSON body with its code, never a bare 500
+}
 
 
-@app.exception_handler(JobNotFound)
-def job_not_found(exc: JobNotFound) -> Response:
-    return _error(404, exc.code, exc.message)
+def status_of(exc: OmnireelError) -> int:
+    return next(ERROR_STATUS[cls] for cls in type(exc).__mro__ if cls in ERROR_STATUS)
 
 
-@app.exception_handler(BatchNotFound)
-def batch_not_found(exc: BatchNotFound) -> Response:
-    return _error(404, exc.code, exc.message)
-
-
-@app.exception_handler(BatchIntakeFailed)
-def batch_intake_failed(exc: BatchIntakeFailed) -> Response:
-    """503 naming the batch: it is recorded (GET /batches/{id} shows it) and ends completed either way."""
-    status_url = f"/batches/{exc.batch_id}"
-    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "batch_id": exc.batch_id}
-    return Response(503, content_types.APPLICATION_JSON, body, headers={"Location": status_url, "Retry-After": "5"})
-
-
-@app.exception_handler(IdempotencyConflict)
-def idempotency_conflict(exc: IdempotencyConflict) -> Response:
-    return _error(409, exc.code, exc.message)
-
-
-@app.exception_handler(NotJobOwner)
-def not_job_owner(exc: NotJobOwner) -> Response:
-    return _error(403, exc.code, exc.message)
-
-
-@app.exception_handler(SigningKeyUnavailable)
-def signing_key_unavailable(exc: SigningKeyUnavailable) -> Response:
-    """GET /webhooks/secret while the master key cannot be read or is refused (docs/operations.md)."""
-    return _error(503, exc.code, exc.message)
-
-
-@app.exception_handler(JobFinished)
-def job_finished(exc: JobFinished) -> Response:
-    """409 with the job's status: the cancel came after the job had ended."""
-    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "status": exc.status}
-    return Response(409, content_types.APPLICATION_JSON, body)
-
-
-@app.exception_handler(ExecutionNameTaken)
-def execution_name_taken(exc: ExecutionNameTaken) -> Response:
-    """500 naming the job: it is recorded, but its execution can never start under its name. It is failed now, with
-    its one ``job.failed`` (a retry with the same key answers that failed job), not left for the deadline sweep."""
+def _fail_unstartable(exc: ExecutionNameTaken) -> None:
+    """A job whose execution name is taken is failed now, with its one ``job.failed`` (a retry with the same key
+    answers that failed job), not left for the deadline sweep."""
     cause = json.dumps(exc.to_dict())
     finish_job(
         exc.job_id, JobStatus.FAILED, step_error={"Error": exc.code, "Cause": cause}, jobs=jobs, artifacts=artifacts,
         publisher=publisher, presign_seconds=settings.presign_seconds,
     )  # fmt: skip
-    body = {"error": {"code": exc.code, "message": bounded(exc.message)}, "job_id": exc.job_id, "status": "failed"}
-    return Response(500, content_types.APPLICATION_JSON, body)
+
+
+@app.exception_handler(list(ERROR_STATUS))
+def domain_error(exc: OmnireelError) -> Response:
+    """Every domain error a route raises: ``{"error": {"code", "message"}}`` with its status from ``ERROR_STATUS``,
+    and, for the errors that name a resource, where it stands."""
+    body: dict[str, object] = {"error": {"code": exc.code, "message": bounded(exc.message)}}
+    headers: dict[str, str] = {"Retry-After": "5"} if status_of(exc) == 503 else {}
+    if isinstance(exc, JobFinished):
+        body["status"] = exc.status
+    elif isinstance(exc, ExecutionNameTaken):
+        _fail_unstartable(exc)
+        body.update(job_id=exc.job_id, status="failed")
+    elif isinstance(exc, BatchIntakeFailed):
+        body["batch_id"] = exc.batch_id
+        headers["Location"] = f"/batches/{exc.batch_id}"
+    return Response(status_of(exc), content_types.APPLICATION_JSON, body, headers=headers or None)
 
 
 @app.not_found
@@ -282,9 +273,7 @@ def not_found(exc: Exception) -> Response:
     return _error(404, "NotFound", bounded(str(exc), MAX_ECHO_CHARS) or "no such route")
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def handler(event: dict, context: LambdaContext) -> dict:
     # API Gateway (AWS_IAM) always sets the caller; without it, refuse rather than scope jobs to "anonymous".
     if not ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam"):

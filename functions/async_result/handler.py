@@ -10,25 +10,22 @@ invocation, so Lambda's retries and then the on-failure destination keep it.
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.event_publisher import EventPublisher
-from omnireel.aws.job_store import JobStore
+from omnireel.aws import adapters
 from omnireel.aws.workflow import TaskCallbacks
-from omnireel.notification import notifications_from_sns
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.settings import PublishSettings
-from omnireel.steps import complete_video
+from omnireel.jobs.steps import complete_video
+from omnireel.media.notification import notifications_from_sns
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, logger, metrics
+from omnireel.runtime.settings import PublishSettings
 
 settings = PublishSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
 callbacks = TaskCallbacks()
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # job.succeeded
+publisher = adapters.event_publisher(settings, eager=True)  # job.succeeded
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     results = []
     for notification in notifications_from_sns(event):

@@ -3,7 +3,7 @@
 Partial batch responses through Powertools' ``BatchProcessor``: only a record that fails is reported in
 ``batchItemFailures`` and comes back after the queue's visibility timeout; the others are deleted. On its last
 receive (``BATCH_MAX_RECEIVES``, the queue's maxReceiveCount) a work item that still fails ends its lines instead of
-dead-lettering them (``omnireel.batch_fanout``). Every step is idempotent, so a redelivered message never makes a
+dead-lettering them (``omnireel.batches.fanout``). Every step is idempotent, so a redelivered message never makes a
 line's job twice. Concurrency is the event source mapping's ``MaximumConcurrency`` (template: BatchSubmitConcurrency);
 the in-flight bound is ``BATCH_MAX_IN_FLIGHT_JOBS`` (template: BatchMaxInFlightJobs).
 """
@@ -14,27 +14,23 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_queue import BatchQueue
-from omnireel.aws.batch_store import BatchStore
-from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws import adapters
 from omnireel.aws.inbox_store import InboxStore
-from omnireel.aws.job_store import JobStore
-from omnireel.aws.workflow import Workflow
-from omnireel.batch import Line
-from omnireel.batch_fanout import Fanout
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.settings import BatchSettings
+from omnireel.batches.batch import Line
+from omnireel.batches.fanout import Fanout
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, logger, metrics
+from omnireel.runtime.settings import BatchSettings
 
 settings = BatchSettings.from_env()
 fanout = Fanout(
-    store=BatchStore(settings.batches_table, settings.job_ttl_days, eager=True),
-    queue=BatchQueue(settings.batch_queue_url, eager=True),
+    store=adapters.batch_store(settings, eager=True),
+    queue=adapters.batch_queue(settings, eager=True),
     inbox=InboxStore(),
-    jobs=JobStore(settings.jobs_table, settings.job_ttl_days),
-    workflow=Workflow(settings.state_machine_arn),
-    artifacts=ArtifactStore(settings.artifacts_bucket),
-    publisher=EventPublisher(settings.job_events_topic_arn, settings.event_bus_name),
+    jobs=adapters.job_store(settings),
+    workflow=adapters.workflow(settings),
+    artifacts=adapters.artifact_store(settings),
+    publisher=adapters.event_publisher(settings),
     presign_seconds=settings.presign_seconds,
     default_video_steps=settings.default_video_steps,
     max_in_flight=settings.batch_max_in_flight_jobs,
@@ -71,9 +67,7 @@ def record_handler(record: SQSRecord) -> None:
         logger.error("unknown batch work item", extra={"kind": body.get("kind")})
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     return dict(
         process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -5,28 +5,23 @@ PNG), then publish job.image_ready. The next state, InvokeVideo, queues the stag
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws import adapters
 from omnireel.aws.image_endpoint import ImageEndpoint
-from omnireel.aws.job_store import JobStore
-from omnireel.observability import logger, metrics, stage_duration, tracer
-from omnireel.progress import publish_image_ready
-from omnireel.settings import ImageSettings
-from omnireel.staging import stage_video_request
-from omnireel.step_handler import parse_step_input, step_errors
-from omnireel.steps import generate_image
+from omnireel.events.progress import publish_image_ready
+from omnireel.jobs.staging import stage_video_request
+from omnireel.jobs.steps import generate_image
+from omnireel.runtime.handler import lambda_handler, parse_step_input
+from omnireel.runtime.observability import logger, stage_duration
+from omnireel.runtime.settings import ImageSettings
 
 settings = ImageSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
 endpoint = ImageEndpoint(settings.image_endpoint_name)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # job.image_ready
+publisher = adapters.event_publisher(settings, eager=True)  # job.image_ready
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@step_errors("generate_image")
+@lambda_handler(stage="generate_image")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
     logger.append_keys(job_id=step.job_id)
@@ -45,7 +40,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             request=image.request,
         )
     # As soon as the still and the request are stored (also on a retry that found them stored: published once,
-    # omnireel.progress).
+    # omnireel.events.progress).
     publish_image_ready(
         step.job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=settings.presign_seconds
     )

@@ -1,5 +1,5 @@
 """S3 ObjectCreated under prompts/: .txt = the prompt, .json = a full request -> start the job; .jsonl = a batch
-(one request per line) -> the batch record and its splitter (``omnireel.batch_intake``).
+(one request per line) -> the batch record and its splitter (``omnireel.batches.intake``).
 
 Each event is processed with exactly the object version it names (``versionId``; ``eTag`` where the bucket is
 not versioned), and the job id derives from that version: two uploads of one key are two jobs, each with its own
@@ -10,35 +10,29 @@ never deleted.
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_queue import BatchQueue
-from omnireel.aws.batch_store import BatchStore
-from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws import adapters
 from omnireel.aws.inbox_store import InboxStore
-from omnireel.aws.job_store import JobStore
-from omnireel.aws.workflow import Workflow
-from omnireel.batch_intake import BatchIntake
-from omnireel.inbox import accept_inbox_object
-from omnireel.job import SourceVersion
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.settings import InboxSettings
+from omnireel.batches.intake import BatchIntake
+from omnireel.jobs.inbox import accept_inbox_object
+from omnireel.jobs.job import SourceVersion
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, metrics
+from omnireel.runtime.settings import InboxSettings
 
 settings = InboxSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-workflow = Workflow(settings.state_machine_arn)
+jobs = adapters.job_store(settings)
+workflow = adapters.workflow(settings)
 inbox = InboxStore()
-artifacts = ArtifactStore(settings.artifacts_bucket)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+artifacts = adapters.artifact_store(settings)
+publisher = adapters.event_publisher(settings)
 batches = (
-    BatchIntake(BatchStore(settings.batches_table, settings.job_ttl_days), BatchQueue(settings.batch_queue_url))
+    BatchIntake(adapters.batch_store(settings), adapters.batch_queue(settings))
     if settings.batches_table and settings.batch_queue_url
     else None
 )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     results = []
     # The S3 notification as a dict (Powertools' data classes would import every event type at cold start); the

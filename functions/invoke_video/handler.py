@@ -5,27 +5,23 @@ async_result answers the token (or fails it).
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.job_store import JobStore
+from omnireel.aws import adapters
 from omnireel.aws.video_endpoint import VideoEndpoint
 from omnireel.aws.workflow import TaskCallbacks
-from omnireel.errors import StepError
-from omnireel.observability import logger, metrics, stage_duration, tracer
-from omnireel.settings import VideoSettings
-from omnireel.step_handler import parse_step_input, step_errors
-from omnireel.steps import invoke_video
+from omnireel.core.errors import StepError
+from omnireel.jobs.steps import invoke_video
+from omnireel.runtime.handler import lambda_handler, parse_step_input
+from omnireel.runtime.observability import logger, stage_duration
+from omnireel.runtime.settings import VideoSettings
 
 settings = VideoSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
 endpoint = VideoEndpoint(settings.video_endpoint_name)
 callbacks = TaskCallbacks()
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@step_errors("invoke_video")
+@lambda_handler(stage="invoke_video")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
     if not step.task_token:

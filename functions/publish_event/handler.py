@@ -2,27 +2,22 @@
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.event_publisher import EventPublisher
-from omnireel.aws.job_store import JobStore
-from omnireel.errors import StepError
-from omnireel.job import JobStatus
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.outcome import finish_job
-from omnireel.settings import PublishSettings
-from omnireel.step_handler import parse_step_input, step_errors
+from omnireel.aws import adapters
+from omnireel.core.errors import StepError
+from omnireel.jobs.job import JobStatus
+from omnireel.jobs.outcome import finish_job
+from omnireel.runtime.handler import lambda_handler, parse_step_input
+from omnireel.runtime.observability import MetricUnit, logger, metrics
+from omnireel.runtime.settings import PublishSettings
 
 settings = PublishSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=True)  # every call publishes
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
+publisher = adapters.event_publisher(settings, eager=True)  # every call publishes
 OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED}
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@step_errors("publish_event")
+@lambda_handler(stage="publish_event")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
     if step.outcome not in OUTCOMES:

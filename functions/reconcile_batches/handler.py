@@ -1,4 +1,4 @@
-"""Safety net for batches on a schedule (omnireel.batch_reconcile): lines whose terminal event was lost are counted
+"""Safety net for batches on a schedule (omnireel.batches.reconcile): lines whose terminal event was lost are counted
 from their job records (freeing their in-flight slots), intakes that stopped are ended, and completions that were
 claimed but never published are published. The ``batch_repairs`` metric counts what it repaired (alarmed on).
 
@@ -8,21 +8,19 @@ reads only the batches table's open-items index, so its cost follows the number 
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_store import BatchStore
-from omnireel.aws.event_publisher import EventPublisher
-from omnireel.aws.job_store import JobStore
-from omnireel.batch_fanout import LineFailure
-from omnireel.batch_progress import Progress
-from omnireel.batch_reconcile import Reconciler
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.settings import BatchReconcileSettings
+from omnireel.aws import adapters
+from omnireel.batches.fanout import LineFailure
+from omnireel.batches.progress import Progress
+from omnireel.batches.reconcile import Reconciler
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, logger, metrics
+from omnireel.runtime.settings import BatchReconcileSettings
 
 settings = BatchReconcileSettings.from_env()
-store = BatchStore(settings.batches_table, settings.job_ttl_days, eager=True)
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+store = adapters.batch_store(settings, eager=True)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
+publisher = adapters.event_publisher(settings)
 reconciler = Reconciler(
     store=store,
     jobs=jobs,
@@ -32,9 +30,7 @@ reconciler = Reconciler(
 )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     repairs = reconciler.run()
     # Always emitted (0 included), so the alarm sees a value every run.

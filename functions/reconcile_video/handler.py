@@ -2,22 +2,18 @@
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.job_store import JobStore
-from omnireel.observability import logger, metrics, stage_duration, tracer
-from omnireel.settings import ResultSettings
-from omnireel.step_handler import parse_step_input, step_errors
-from omnireel.steps import reconcile_video
+from omnireel.aws import adapters
+from omnireel.jobs.steps import reconcile_video
+from omnireel.runtime.handler import lambda_handler, parse_step_input
+from omnireel.runtime.observability import logger, stage_duration
+from omnireel.runtime.settings import ResultSettings
 
 settings = ResultSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-@step_errors("reconcile_video")
+@lambda_handler(stage="reconcile_video")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
     logger.append_keys(job_id=step.job_id)

@@ -1,5 +1,5 @@
 """Webhook delivery: fed by the webhook queue (SQS, subscribed to the job-events topic with a filter on the event's
-``webhook`` attribute); one signed POST per event and attempt (``omnireel.webhooks``).
+``webhook`` attribute); one signed POST per event and attempt (``omnireel.webhooks.dispatch``).
 
 The batch goes through Powertools' ``AsyncBatchProcessor``: every record is its own task, delivered on a thread of
 ``WEBHOOK_DELIVERY_CONCURRENCY`` (the attempts wait on receivers, not on the CPU), and only the records that failed
@@ -23,20 +23,20 @@ from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.aws import adapters
 from omnireel.aws.clients import client
-from omnireel.aws.job_store import JobStore
 from omnireel.aws.record_owners import RecordOwners
-from omnireel.aws.secrets import WebhookMasterKey
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.settings import WebhookSettings
-from omnireel.webhook_delivery import RECORD_OVERHEAD_S, retry_delay_s
-from omnireel.webhook_signing import delivery_secrets
-from omnireel.webhooks import Delivery, QueuedEvent, deliver, process_record
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, metrics
+from omnireel.runtime.settings import WebhookSettings
+from omnireel.webhooks.delivery import RECORD_OVERHEAD_S, retry_delay_s
+from omnireel.webhooks.dispatch import Delivery, QueuedEvent, deliver, process_record
+from omnireel.webhooks.signing import delivery_secrets
 
 settings = WebhookSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
+jobs = adapters.job_store(settings)
 sqs = client("sqs")
-master_key = WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
+master_key = adapters.webhook_master_key(settings)
 owners = RecordOwners(settings.jobs_table, settings.batches_table)
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 pool = ThreadPoolExecutor(max_workers=settings.webhook_delivery_concurrency, thread_name_prefix="webhook")
@@ -55,7 +55,7 @@ def _attempt(queued: QueuedEvent, attempt: int) -> Delivery:
     return deliver(
         queued,
         attempt,
-        # the job's (or batch's) owner's secret; two during a rotation's grace period (omnireel.webhook_signing)
+        # the job's (or batch's) owner's secret; two during a rotation's grace period (omnireel.webhooks.signing)
         secret=delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
         allow_loopback_http=settings.webhook_allow_loopback_http,
         jobs=jobs,
@@ -94,9 +94,7 @@ async def _record_handler(record: SQSRecord) -> None:
         )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict[str, Any]:
     started = time.monotonic()
     _invocation["started"] = started

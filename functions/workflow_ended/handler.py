@@ -9,24 +9,21 @@ import json
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.event_publisher import EventPublisher
-from omnireel.aws.job_store import JobStore
-from omnireel.job import JobStatus, job_id_of_execution
-from omnireel.observability import MetricUnit, logger, metrics, tracer
-from omnireel.outcome import finish_job
-from omnireel.settings import PublishSettings
+from omnireel.aws import adapters
+from omnireel.jobs.job import JobStatus, job_id_of_execution
+from omnireel.jobs.outcome import finish_job
+from omnireel.runtime.handler import lambda_handler
+from omnireel.runtime.observability import MetricUnit, logger, metrics
+from omnireel.runtime.settings import PublishSettings
 
 settings = PublishSettings.from_env()
-jobs = JobStore(settings.jobs_table, settings.job_ttl_days)
-artifacts = ArtifactStore(settings.artifacts_bucket)
-publisher = EventPublisher(settings.job_events_topic_arn, settings.event_bus_name)
+jobs = adapters.job_store(settings)
+artifacts = adapters.artifact_store(settings)
+publisher = adapters.event_publisher(settings)
 CODES = {"FAILED": "WorkflowFailed", "TIMED_OUT": "WorkflowTimedOut", "ABORTED": "WorkflowAborted"}
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     detail = event["detail"]  # the EventBridge event as a dict (no Powertools data classes: cold start)
     name, status = detail["name"], detail["status"]

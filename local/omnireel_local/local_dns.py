@@ -1,6 +1,6 @@
 """The local stack's resolver hook: host names under ``.test`` answered from a fault table, never by a DNS server.
 
-Lambda functions resolve a webhook's host at every delivery (``omnireel.webhook_target``). To show what a temporary
+Lambda functions resolve a webhook's host at every delivery (``omnireel.webhooks.target``). To show what a temporary
 DNS failure does (issue 25: ``EAI_AGAIN``, SERVFAIL, a resolver timeout, NXDOMAIN), a test needs a host name that fails
 to resolve N times and then resolves, without a packet leaving the machine. ``.test`` is reserved for testing (RFC
 6761: never delegated), so no real name is shadowed.

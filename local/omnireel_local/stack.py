@@ -262,10 +262,10 @@ class Stack:
     def _webhook_secret(self, arn: str | None) -> str | None:
         """The developer identity's own whsec_ secret (what GET /webhooks/secret answers it), for `omnireel local env`
         (OMNIREEL_WEBHOOK_SECRET) and local receivers of the jobs the CLI submits. Derived from the master key as the
-        API derives it (omnireel.webhook_secrets); a later `omnireel webhooks rotate` is not reflected here."""
+        API derives it (omnireel.webhooks.secrets); a later `omnireel webhooks rotate` is not reflected here."""
         if not arn:
             return None
-        from omnireel.webhook_secrets import parse_master, scope_secret
+        from omnireel.webhooks.secrets import parse_master, scope_secret
 
         from . import identities
 

@@ -80,7 +80,7 @@ def test_events_is_a_replayable_log(stack: LocalStack) -> None:
     first = wait_for(events_of_job, 120, f"the terminal event of {job_id}")
     # The log keeps every delivery. job.image_ready may arrive twice with one event_id: GenerateImage publishes it
     # before InvokeVideo queues the render, but if its mark is not recorded by the time the render is done (a crash or
-    # a lost write), AsyncResult publishes it too (omnireel/progress.py). Consumers de-duplicate on event_id.
+    # a lost write), AsyncResult publishes it too (omnireel/events/progress.py). Consumers de-duplicate on event_id.
     distinct = list({e["event_id"]: e for e in first}.values())
     assert [e["event_type"] for e in distinct] == ["job.image_ready", "job.succeeded"]
     assert events_of_job() == first  # shown again: reading did not consume it

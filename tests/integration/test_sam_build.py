@@ -20,8 +20,8 @@ def build_dir() -> Path:
 
 def test_layer_has_the_domain_package_compiled(build_dir):
     package = build_dir / "DomainLayer" / "python" / "omnireel"
-    assert (package / "steps.py").exists()
-    assert list((package / "__pycache__").glob("steps.cpython-313.pyc"))
+    assert (package / "jobs" / "steps.py").exists()
+    assert list((package / "jobs" / "__pycache__").glob("steps.cpython-313.pyc"))
 
 
 def test_layer_wheels_are_for_arm64_lambda(build_dir):

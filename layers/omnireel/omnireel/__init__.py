@@ -1,25 +1,46 @@
 """omnireel domain package: prompt -> image -> video on vLLM-Omni endpoints.
 
-Four layers; an arrow is "may import" (``tests/unit/domain/test_boundaries.py`` fences it, see
-``docs/development.md``):
+Folders are capabilities, so a feature is found by its folder:
 
-- **models and rules** (no AWS, no I/O): ``batch``, ``batch_events``, ``bounded``, ``caller``, ``errors``,
-  ``events``, ``image_request``, ``job``, ``media``, ``mp4``, ``notification``, ``records``, ``reference_image``,
-  ``request``, ``s3uri``, ``video_request``. They import only each other and pure libraries (msgspec for the records
-  and events, pyvips, urllib3's multipart encoder): never ``omnireel.aws``, boto3 or botocore. No pydantic: nothing on
-  a function's cold path imports it (``docs/decisions.md``; a test imports every handler to check).
-- **use cases** (one operation each, written against the adapters): ``submission`` (accept a request), ``inbox`` (a
-  dropped file becomes a job), ``steps`` (the pipeline's steps), ``staging`` (stage the video request: apart, so only
-  GenerateImage loads the image and multipart libraries), ``outcome`` (finish a job: terminal transition and its one
-  event), ``deadline`` (the safety net), ``job_view`` (GET /jobs/{id}), ``artifact_links`` (presigned links),
-  ``batch_intake`` (start a batch), ``batch_fanout`` (split steps and lines -> jobs, backpressure), ``batch_progress``
-  (counts, manifest, batch.completed).
-  -> models and rules, ``omnireel.aws``, ``observability``.
-- **Lambda glue** (shared by the handlers in ``functions/``): ``settings`` (typed environment), ``observability``
-  (Logger, Metrics, the tracer), ``tracing`` (the X-Ray SDK or a no-op: XRAY_SDK_TRACING), ``step_handler`` (domain
-  errors -> state machine errors).
-- **adapters** ``omnireel.aws``: thin botocore clients that speak the domain's language (the only place botocore is
-  imported; boto3 is not imported at all: ``omnireel.aws.clients``). -> models and rules, ``observability``.
+- ``jobs/``: the request, the job record and its lifecycle, and every use case from submission to the terminal event
+  (a dropped file, the pipeline's steps, staging, cancellation, listing, the deadline);
+- ``batches/``: many requests in one submission: intake, fan-out, progress, the reconciler;
+- ``events/``: what consumers receive: the job events, ``job.image_ready``, ``batch.completed``;
+- ``webhooks/``: where a delivery may go, which secret signs it, each attempt;
+- ``media/``: the model containers' wire contracts: image and video requests, the reference image, output checks, the
+  async notification;
+- ``core/``: shared by all of them: typed errors, bounded text, record structs, the caller scope;
+- ``runtime/``: what every Lambda function's runtime shares: settings, observability, tracing, step errors;
+- ``aws/``: the AWS adapters (the only place botocore is imported; boto3 is not imported at all).
+
+Across the folders, every module belongs to exactly one of four layers; an arrow is "may import". The list below is
+the map itself: ``tests/unit/domain/test_boundaries.py`` reads it, checks that it names every module of the package
+exactly once, and fences the arrows (see ``docs/development.md``).
+
+- **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
+  events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
+  ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``, ``jobs.job``, ``jobs.request``,
+  ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``media.image_request``,
+  ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``, ``media.video_request``,
+  ``webhooks.secrets``.
+- **adapters** (talk to the world outside the function; -> models and rules, adapters, ``runtime.observability``):
+  every module of ``aws`` (thin botocore clients that speak the domain's language), ``webhooks.target`` (DNS: where a
+  webhook may be sent) and ``webhooks.delivery`` (HTTP: one signed POST to a receiver).
+- **use cases** (one operation each, written against the adapters; -> models and rules, adapters, use cases,
+  ``runtime.observability``):
+  ``jobs.submission`` (accept a request), ``jobs.inbox`` (a dropped file becomes a job), ``jobs.steps`` (the
+  pipeline's steps), ``jobs.staging`` (stage the video request: apart, so only GenerateImage loads the image and
+  multipart libraries), ``jobs.outcome`` (finish a job: terminal transition and its one event), ``jobs.cancellation``
+  (DELETE /jobs/{id}), ``jobs.listing`` (GET /jobs), ``jobs.deadline`` (the safety net), ``jobs.job_view``
+  (GET /jobs/{id}), ``jobs.artifact_links`` (presigned links), ``events.progress`` (``job.image_ready``),
+  ``batches.intake`` (start a batch), ``batches.fanout`` (split steps and lines -> jobs, backpressure),
+  ``batches.progress`` (counts, manifest, batch.completed), ``batches.reconcile`` (lost events, stopped intakes),
+  ``webhooks.dispatch`` (one queued event -> one recorded attempt), ``webhooks.signing`` (which secrets sign a
+  delivery).
+- **Lambda runtime** (shared by the handlers in ``functions/``; -> models and rules, runtime): ``runtime.settings``
+  (typed environment), ``runtime.observability`` (Logger, Metrics, the tracer), ``runtime.tracing`` (the X-Ray SDK or
+  a no-op: XRAY_SDK_TRACING), ``runtime.handler`` (every handler's decorator stack; a step's input, and its errors
+  -> state machine errors).
 
 Handlers in ``functions/`` parse input, call one use case and map errors. Product code (``functions/``, ``layers/``,
 ``relay/``) never imports the local stack (``omnireel_local``) or the CLI (``omnireel_cli``).

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from omnireel.bounded import MAX_MESSAGE_CHARS
+from omnireel.core.bounded import MAX_MESSAGE_CHARS
 from tests.integration.frontdoor.client import FrontDoorClient, aws, event_for, executions
 
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from omnireel.job import job_id_of_execution
+from omnireel.jobs.job import job_id_of_execution
 from omnireel_cli import jobs
 from omnireel_cli.target import Target
 from tests.e2e.conftest import LocalStack

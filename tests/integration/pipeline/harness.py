@@ -28,8 +28,8 @@ from typing import Any
 import boto3
 from moto.awslambda.models import LambdaFunction
 
-from omnireel.errors import EndpointUnavailable
-from omnireel.job import AsyncInvocation
+from omnireel.core.errors import EndpointUnavailable
+from omnireel.jobs.job import AsyncInvocation
 from omnireel_template import (
     definition_file,
     function_folder,
@@ -489,7 +489,7 @@ def serialize_metrics(setattr_: Callable[..., None]) -> None:
     set is emptied when a test's (or a module's) pipeline fixture is set up, and one ``add_metric`` runs at a time.
     ``setattr_``: monkeypatch's setattr.
     """
-    from omnireel.observability import metrics
+    from omnireel.runtime.observability import metrics
 
     metrics.clear_metrics()
     lock = threading.Lock()

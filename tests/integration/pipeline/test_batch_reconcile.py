@@ -26,14 +26,14 @@ from omnireel.aws.batch_store import OPEN_ITEMS_INDEX, BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
-from omnireel.batch import Line
-from omnireel.batch_fanout import Fanout, LineFailure
-from omnireel.batch_intake import BatchIntake
-from omnireel.batch_progress import Progress
-from omnireel.batch_reconcile import Reconciler
-from omnireel.errors import BatchIntakeFailed
-from omnireel.job import JobStatus, now
-from omnireel.outcome import finish_job
+from omnireel.batches.batch import Line
+from omnireel.batches.fanout import Fanout, LineFailure
+from omnireel.batches.intake import BatchIntake
+from omnireel.batches.progress import Progress
+from omnireel.batches.reconcile import Reconciler
+from omnireel.core.errors import BatchIntakeFailed
+from omnireel.jobs.job import JobStatus, now
+from omnireel.jobs.outcome import finish_job
 
 REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[3]
@@ -331,7 +331,7 @@ def test_a_split_step_failing_on_its_last_receive_ends_the_batch_at_its_cursor(a
     s3.put_bucket_versioning(Bucket="inbox", VersioningConfiguration={"Status": "Enabled"})
     body = b'{"prompt": ""}\n' * 3
     put = s3.put_object(Bucket="inbox", Key="prompts/q.jsonl", Body=body)
-    from omnireel.job import SourceVersion
+    from omnireel.jobs.job import SourceVersion
 
     version = SourceVersion(version_id=put["VersionId"], etag=put["ETag"].strip('"'))
     batch_id = aws["intake"].start_file_batch(

@@ -18,7 +18,6 @@ import msgspec
 import pytest
 from moto import mock_aws
 
-from omnireel import batch_fanout
 from omnireel.aws import clients
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.batch_queue import BatchQueue
@@ -27,12 +26,13 @@ from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
-from omnireel.batch import Line
-from omnireel.batch_events import BatchEvent
-from omnireel.batch_fanout import Fanout
-from omnireel.batch_intake import BatchIntake
-from omnireel.batch_progress import Progress
-from omnireel.job import SourceVersion
+from omnireel.batches import fanout as batch_fanout
+from omnireel.batches.batch import Line
+from omnireel.batches.fanout import Fanout
+from omnireel.batches.intake import BatchIntake
+from omnireel.batches.progress import Progress
+from omnireel.events.batch_events import BatchEvent
+from omnireel.jobs.job import SourceVersion
 from scripts.event_schemas import batch_schema
 
 REGION = "us-east-1"

@@ -11,9 +11,9 @@ from datetime import timedelta
 
 import pytest
 
-from omnireel import deadline
-from omnireel.errors import ExecutionNameTaken
-from omnireel.job import parse_time
+from omnireel.core.errors import ExecutionNameTaken
+from omnireel.jobs import deadline
+from omnireel.jobs.job import parse_time
 from tests.integration.pipeline.harness import Context, tiny_mp4
 from tests.integration.pipeline.test_state_machine import PROMPT
 
@@ -199,7 +199,7 @@ def test_the_end_of_an_earlier_records_execution_does_not_touch_the_new_record(p
 def test_a_submit_whose_execution_name_is_taken_answers_500_and_fails_the_job_with_one_event(pipeline, monkeypatch):
     # Before: ExecutionNameTaken escaped the API function (a bare 500 from API Gateway) and the job stayed `accepted`
     # until the deadline sweep. Now the caller gets the code and the job id, and the job ends at once.
-    from omnireel import submission
+    from omnireel.jobs import submission
 
     name = "11111111-1111-4111-8111-111111111111-taken"
     pipeline.sfn.start_execution(stateMachineArn=pipeline.state_machine, name=name, input=json.dumps({"job_id": "x"}))

@@ -4,7 +4,7 @@
 import sys
 import threading
 
-from omnireel.observability import metrics
+from omnireel.runtime.observability import metrics
 
 
 def hammer(threads: int = 4, calls: int = 3000) -> list[BaseException]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from omnireel.errors import EndpointRejected
+from omnireel.core.errors import EndpointRejected
 from tests.integration.pipeline.harness import Context, tiny_mp4
 
 PROMPT = {"prompt": "a paper boat on a rainy street", "seed": 7}
@@ -135,9 +135,9 @@ def test_the_video_request_is_staged_from_the_png_in_hand(pipeline, monkeypatch)
 
 def test_a_staging_crash_after_the_image_is_stored_reuses_the_image(pipeline, monkeypatch):
     """The retry finds the job staging with image.png stored: it reads the image back, never calls the model twice."""
-    import omnireel.staging
+    import omnireel.jobs.staging
 
-    original = omnireel.staging.prepare_video_reference
+    original = omnireel.jobs.staging.prepare_video_reference
     crashes = []
 
     def crash_once(*args, **kwargs):
@@ -146,7 +146,7 @@ def test_a_staging_crash_after_the_image_is_stored_reuses_the_image(pipeline, mo
             raise RuntimeError("injected crash while staging")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(omnireel.staging, "prepare_video_reference", crash_once)
+    monkeypatch.setattr(omnireel.jobs.staging, "prepare_video_reference", crash_once)
     job_id = submit(pipeline)
     call = pipeline.wait_rendering(job_id)
     assert crashes and "RuntimeError" in pipeline.history_errors(job_id)

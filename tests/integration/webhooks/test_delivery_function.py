@@ -29,7 +29,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from omnireel.webhook_secrets import MASTER_USE
+from omnireel.webhooks.secrets import MASTER_USE
 from omnireel_local.event_sources import lambda_record
 from omnireel_local.moto_patches import patch_sqs_visibility_limit
 from omnireel_template import ROOT, load_template, offline_lambda_environment
@@ -304,7 +304,7 @@ def test_ten_hanging_receivers_in_one_batch_end_at_the_deadline_inside_the_timeo
 def test_the_whole_retry_schedule_is_accepted_by_the_local_sqs(aws: dict, receivers: Receivers) -> None:
     """13 attempts with the template's base (30 s): attempts 12 and 13 ask for the cap, which SQS accepts even when
     the poller received the batch minutes before invoking. Today's 43,200 s is refused (InvalidParameterValue)."""
-    from omnireel.webhook_delivery import retry_delay_s
+    from omnireel.webhooks.delivery import retry_delay_s
 
     sqs, url = aws["sqs"], aws["url"]
     queue = load_template()["Resources"]["WebhookQueue"]["Properties"]

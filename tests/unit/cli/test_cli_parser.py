@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from omnireel.inbox import PREFIX, parse_inbox_file
-from omnireel.request import ImageOptions, JobRequest, VideoOptions, parse_job_request
+from omnireel.jobs.inbox import PREFIX, parse_inbox_file
+from omnireel.jobs.request import ImageOptions, JobRequest, VideoOptions, parse_job_request
 from omnireel_cli import job_options, jobs
 from omnireel_cli.errors import UsageError
 from omnireel_cli.main import _all_parsers, build_parser, main

@@ -10,7 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from omnireel.errors import MalformedModelOutput
+from omnireel.core.errors import MalformedModelOutput
 from omnireel_cli.mp4_facts import VideoFacts, read_video_facts, video_facts
 from omnireel_local.emulator.videos import encode_mp4, malformed_mp4
 

@@ -1,11 +1,11 @@
 """The job request as the pydantic models described it before the layer dropped pydantic (commit 4c3e524): a
-test-only oracle. ``test_request_oracle.py`` runs inputs through it and through ``omnireel.request`` and checks that
-both accept the same requests, with the same values, and refuse the rest with the same messages.
+test-only oracle. ``test_request_oracle.py`` runs inputs through it and through ``omnireel.jobs.request`` and checks
+that both accept the same requests, with the same values, and refuse the rest with the same messages.
 
 What the oracle stands for is pydantic's side: types in strict mode, bounds, lengths, the order of the checks and the
 wording of each message. The value rules pydantic called as validators (prompt not blank, no NUL, the size's shape,
 4k+1 frames, the webhook URL's shape) were plain functions then and are the same functions now: they are imported
-from ``omnireel.request``, not copied.
+from ``omnireel.jobs.request``, not copied.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from omnireel.bounded import MAX_ECHO_CHARS, bounded
-from omnireel.errors import InvalidRequest
-from omnireel.request import (
+from omnireel.core.bounded import MAX_ECHO_CHARS, bounded
+from omnireel.core.errors import InvalidRequest
+from omnireel.jobs.request import (
     MAX_PROMPT_CHARS,
     MAX_WEBHOOK_URL_CHARS,
     _check_prompt,

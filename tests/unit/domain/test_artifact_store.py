@@ -8,8 +8,8 @@ import pytest
 from botocore.stub import Stubber
 
 from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.errors import ArtifactAccessDenied
-from omnireel.s3uri import S3Uri
+from omnireel.core.errors import ArtifactAccessDenied
+from omnireel.jobs.s3uri import S3Uri
 
 URI = S3Uri("artifacts", "async/7f.out")
 

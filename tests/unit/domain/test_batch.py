@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import SqsModel
 from msgspec.structs import replace
 
-from omnireel.batch import (
+from omnireel.batches.batch import (
     CHUNK_LINES,
     MAX_BATCH_CALL_BYTES,
     MAX_BATCH_CALL_ENTRIES,
@@ -25,12 +25,12 @@ from omnireel.batch import (
     send_groups,
     split_lines,
 )
-from omnireel.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
-from omnireel.errors import InvalidRequest
-from omnireel.events import EventArtifacts, build_job_event, sns_message_attributes
-from omnireel.job import BatchRef, Job, JobStatus, job_id_for, now
-from omnireel.records import to_json
-from omnireel.request import parse_job_request
+from omnireel.core.errors import InvalidRequest
+from omnireel.core.records import to_json
+from omnireel.events.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
+from omnireel.events.job_events import EventArtifacts, build_job_event, sns_message_attributes
+from omnireel.jobs.job import BatchRef, Job, JobStatus, job_id_for, now
+from omnireel.jobs.request import parse_job_request
 from scripts.event_schemas import batch_schema
 
 ROOT = Path(__file__).resolve().parents[3]

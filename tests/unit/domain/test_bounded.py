@@ -1,15 +1,15 @@
-"""Echoed caller input stays bounded: one helper (omnireel.bounded) behind every surface that quotes it."""
+"""Echoed caller input stays bounded: one helper (omnireel.core.bounded) behind every surface that quotes it."""
 
 from datetime import UTC, datetime
 
 import pytest
 
-from omnireel.bounded import MAX_ECHO_CHARS, MAX_MESSAGE_CHARS, bounded
-from omnireel.errors import InvalidRequest
-from omnireel.events import EventArtifacts, build_job_event
-from omnireel.inbox import parse_inbox_file
-from omnireel.job import Job, JobError, JobStatus
-from omnireel.request import parse_job_request, parse_job_request_json
+from omnireel.core.bounded import MAX_ECHO_CHARS, MAX_MESSAGE_CHARS, bounded
+from omnireel.core.errors import InvalidRequest
+from omnireel.events.job_events import EventArtifacts, build_job_event
+from omnireel.jobs.inbox import parse_inbox_file
+from omnireel.jobs.job import Job, JobError, JobStatus
+from omnireel.jobs.request import parse_job_request, parse_job_request_json
 
 
 @pytest.mark.parametrize("size", [0, 1, MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS + 1, 10_000, 7_000_000])

@@ -1,8 +1,8 @@
-"""Who owns a job submitted through the API: the IAM user, or the role without its session (omnireel.caller)."""
+"""Who owns a job submitted through the API: the IAM user, or the role without its session (omnireel.core.caller)."""
 
 import pytest
 
-from omnireel.caller import caller_scope
+from omnireel.core.caller import caller_scope
 
 
 @pytest.mark.parametrize(

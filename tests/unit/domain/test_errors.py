@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from omnireel.errors import (
+from omnireel.core.errors import (
     EndpointThrottled,
     InvalidRequest,
     RetryableStepError,

@@ -7,8 +7,8 @@ from botocore.stub import Stubber
 
 from omnireel.aws import clients
 from omnireel.aws.event_publisher import EventPublisher
-from omnireel.errors import PublishFailed
-from omnireel.events import ArtifactLink, ImageArtifacts, ImageReadyEvent
+from omnireel.core.errors import PublishFailed
+from omnireel.events.job_events import ArtifactLink, ImageArtifacts, ImageReadyEvent
 
 
 @pytest.fixture

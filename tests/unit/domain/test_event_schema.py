@@ -3,10 +3,10 @@ import json
 import jsonschema
 import msgspec
 
-from omnireel.events import EventArtifacts, build_job_event
-from omnireel.job import Job, JobError, JobStatus, now
-from omnireel.records import to_json
-from omnireel.request import parse_job_request
+from omnireel.core.records import to_json
+from omnireel.events.job_events import EventArtifacts, build_job_event
+from omnireel.jobs.job import Job, JobError, JobStatus, now
+from omnireel.jobs.request import parse_job_request
 from scripts.event_schemas import EVENTS, all_mismatches, schema, shape_mismatches
 
 
@@ -18,7 +18,7 @@ def test_the_event_structs_have_the_published_schemas_shape():
 
 
 def test_the_shape_check_finds_a_field_the_schema_lacks_and_a_changed_default():
-    from omnireel.events import EventTimings
+    from omnireel.events.job_events import EventTimings
 
     document = schema()
     timings = document["$defs"]["EventTimings"]
@@ -60,8 +60,8 @@ def test_events_validate_against_the_schema():
 def test_an_event_with_every_field_set_validates_against_the_schema():
     """Every optional part present (a dropped file's batch job with a webhook, all artifacts and timings), for each
     terminal status: what the functions publish, not only the defaults."""
-    from omnireel.events import ArtifactLink
-    from omnireel.job import Artifacts, BatchRef, SourceVersion
+    from omnireel.events.job_events import ArtifactLink
+    from omnireel.jobs.job import Artifacts, BatchRef, SourceVersion
 
     request = parse_job_request(
         {
@@ -109,7 +109,7 @@ def test_a_rebuilt_event_is_the_same_event():
 
 
 def test_the_image_ready_schema_validates_the_event():
-    from omnireel.events import ArtifactLink, build_image_ready_event, sns_message_attributes
+    from omnireel.events.job_events import ArtifactLink, build_image_ready_event, sns_message_attributes
     from scripts.event_schemas import image_ready_schema
 
     job = _job(JobStatus.GENERATING_IMAGE, execution_name="0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11-abc")

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from omnireel.errors import MalformedModelOutput
-from omnireel.job import Job, JobStatus
-from omnireel.s3uri import S3Uri
-from omnireel.steps import finalize_video
+from omnireel.core.errors import MalformedModelOutput
+from omnireel.jobs.job import Job, JobStatus
+from omnireel.jobs.s3uri import S3Uri
+from omnireel.jobs.steps import finalize_video
 
 FTYP = (24).to_bytes(4, "big") + b"ftypisom" + b"\0" * 12
 MOOV = (2000).to_bytes(4, "big") + b"moov" + b"\0" * 1992
@@ -134,8 +134,8 @@ class Recorder:
 
 
 def test_async_result_reads_the_output_while_it_reads_the_job() -> None:
-    from omnireel.notification import parse_notification
-    from omnireel.steps import complete_video
+    from omnireel.jobs.steps import complete_video
+    from omnireel.media.notification import parse_notification
 
     read_started = threading.Event()
     jobs, recorder = WaitingJobs(read_started), Recorder()

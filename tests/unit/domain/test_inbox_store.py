@@ -9,8 +9,8 @@ from botocore.stub import Stubber
 
 from omnireel.aws import clients
 from omnireel.aws.inbox_store import InboxStore
-from omnireel.errors import InvalidRequest, SourceVersionGone
-from omnireel.job import SourceVersion
+from omnireel.core.errors import InvalidRequest, SourceVersionGone
+from omnireel.jobs.job import SourceVersion
 
 VERSIONED = SourceVersion(version_id="3HL4kqtJvjVBH40Nrjfkd", etag="0123456789abcdef0123456789abcdef")
 UNVERSIONED = SourceVersion(version_id=None, etag="0123456789abcdef0123456789abcdef")

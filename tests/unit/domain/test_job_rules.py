@@ -1,7 +1,7 @@
 import pytest
 
-from omnireel.job import Job, JobStatus, allowed_sources, fingerprint, job_id_for
-from omnireel.request import parse_job_request
+from omnireel.jobs.job import Job, JobStatus, allowed_sources, fingerprint, job_id_for
+from omnireel.jobs.request import parse_job_request
 
 
 def test_a_stage_can_be_reentered_but_never_left_backwards():

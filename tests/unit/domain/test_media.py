@@ -1,8 +1,8 @@
 import pytest
 
-from omnireel.errors import MalformedModelOutput
-from omnireel.media import check_png
-from omnireel.mp4 import check_mp4
+from omnireel.core.errors import MalformedModelOutput
+from omnireel.media.mp4 import check_mp4
+from omnireel.media.png import check_png
 from tests.unit.domain.media_fixtures import png_bytes
 
 
@@ -30,7 +30,7 @@ def _mp4() -> bytes:
 
 @pytest.mark.parametrize("cut", [lambda d: d[: len(d) // 3], lambda d: d[:-1], lambda d: d[:40]])
 def test_truncated_mp4_is_malformed(cut):
-    from omnireel.mp4 import check_mp4_boxes
+    from omnireel.media.mp4 import check_mp4_boxes
 
     data = cut(_mp4())
     with pytest.raises(MalformedModelOutput):
@@ -38,7 +38,7 @@ def test_truncated_mp4_is_malformed(cut):
 
 
 def test_whole_mp4_passes_the_box_walk_with_few_reads():
-    from omnireel.mp4 import check_mp4_boxes
+    from omnireel.media.mp4 import check_mp4_boxes
 
     data, reads = _mp4(), []
 
@@ -51,7 +51,7 @@ def test_whole_mp4_passes_the_box_walk_with_few_reads():
 
 
 def test_mp4_without_moov_is_malformed():
-    from omnireel.mp4 import check_mp4_boxes
+    from omnireel.media.mp4 import check_mp4_boxes
 
     data = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + (2000).to_bytes(4, "big") + b"mdat" + b"\x00" * 1992
     with pytest.raises(MalformedModelOutput, match="no moov box"):
@@ -60,7 +60,7 @@ def test_mp4_without_moov_is_malformed():
 
 def test_the_box_walk_reads_a_short_video_in_one_block() -> None:
     """async_result's MP4 check: header reads served from 64 KiB blocks, each fetched once (one ranged GET here)."""
-    from omnireel.mp4 import block_reader, check_mp4_boxes
+    from omnireel.media.mp4 import block_reader, check_mp4_boxes
 
     ftyp = (24).to_bytes(4, "big") + b"ftypisom" + b"\0" * 12
     moov = (2000).to_bytes(4, "big") + b"moov" + b"\0" * 1992

@@ -3,7 +3,7 @@ import json
 import pytest
 from msgspec import ValidationError
 
-from omnireel.notification import InvocationStatus, parse_notification
+from omnireel.media.notification import InvocationStatus, parse_notification
 
 SUCCESS = {
     "awsRegion": "us-east-1",
@@ -69,7 +69,7 @@ def _sns_event(*messages: str) -> dict:
 
 
 def test_notifications_from_sns_parses_each_record() -> None:
-    from omnireel.notification import notifications_from_sns
+    from omnireel.media.notification import notifications_from_sns
 
     failed = {**SUCCESS, "invocationStatus": "Failed", "inferenceId": "other"}
     notes = notifications_from_sns(_sns_event(json.dumps(SUCCESS), json.dumps(failed)))
@@ -89,7 +89,7 @@ def test_notifications_from_sns_parses_each_record() -> None:
     ],
 )
 def test_notifications_from_sns_refuses_what_is_not_an_sns_event(event) -> None:
-    from omnireel.notification import notifications_from_sns
+    from omnireel.media.notification import notifications_from_sns
 
     with pytest.raises(ValueError, match="SNS"):
         notifications_from_sns(event)
@@ -97,7 +97,7 @@ def test_notifications_from_sns_refuses_what_is_not_an_sns_event(event) -> None:
 
 @pytest.mark.parametrize("message", ["not json", json.dumps({"invocationStatus": "Completed"}), json.dumps([1])])
 def test_notifications_from_sns_refuses_a_message_that_is_not_a_notification(message: str) -> None:
-    from omnireel.notification import notifications_from_sns
+    from omnireel.media.notification import notifications_from_sns
 
     with pytest.raises(ValueError):  # msgspec's DecodeError (not JSON) or ValidationError (not a notification)
         notifications_from_sns(_sns_event(message))

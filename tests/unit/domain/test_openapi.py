@@ -7,7 +7,7 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
-from omnireel.request import ImageOptions, JobRequest, VideoOptions, parse_job_request
+from omnireel.jobs.request import ImageOptions, JobRequest, VideoOptions, parse_job_request
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[3] / "docs" / "openapi.yaml").read_text())
 SCHEMAS = SPEC["components"]["schemas"]

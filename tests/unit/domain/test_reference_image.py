@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageOps, JpegImagePlugin
 
-from omnireel.errors import MalformedModelOutput, ReferenceTooLarge
-from omnireel.reference_image import MAX_TEXT_PART_BYTES, prepare_video_reference
+from omnireel.core.errors import MalformedModelOutput, ReferenceTooLarge
+from omnireel.media.reference_image import MAX_TEXT_PART_BYTES, prepare_video_reference
 from tests.unit.domain.media_fixtures import png_bytes
 
 

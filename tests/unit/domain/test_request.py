@@ -1,7 +1,7 @@
 import pytest
 
-from omnireel.errors import InvalidRequest
-from omnireel.request import MAX_PROMPT_CHARS, parse_job_request, parse_job_request_json
+from omnireel.core.errors import InvalidRequest
+from omnireel.jobs.request import MAX_PROMPT_CHARS, parse_job_request, parse_job_request_json
 
 
 def test_defaults_match_the_pipeline_contract():
@@ -118,7 +118,7 @@ def test_the_motion_prompts_are_checked_like_the_prompts(video, fragment):
 
 
 def test_a_fingerprint_made_before_the_motion_prompt_existed_still_matches():
-    from omnireel.job import fingerprint
+    from omnireel.jobs.job import fingerprint
 
     # The fingerprint of {"prompt": "p"} as records written before video.prompt existed hold it.
     before = "431dce9ba02625a19c7227de16c8cf3992508c8c95aec78fcc19c2def0ea1144"

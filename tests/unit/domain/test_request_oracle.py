@@ -1,4 +1,4 @@
-"""``omnireel.request`` against the pydantic model it replaced (``request_oracle``, test-only): the same inputs are
+"""``omnireel.jobs.request`` against the pydantic model it replaced (``request_oracle``, test-only): the same inputs are
 accepted with the same values (and the same stored JSON), and refused with the same message, word for word.
 
 Inputs: every JSON body of the API corpus and the S3 corpus, plus edge cases generated around each field's rules
@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from omnireel.errors import InvalidRequest
-from omnireel.job import fingerprint
-from omnireel.request import parse_job_request, parse_job_request_json
+from omnireel.core.errors import InvalidRequest
+from omnireel.jobs.job import fingerprint
+from omnireel.jobs.request import parse_job_request, parse_job_request_json
 from tests.corpus.loader import CORPUS, expand, load_cases
 from tests.unit.domain import request_oracle as oracle
 

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 from omnireel.aws import clients
 from omnireel.aws.image_endpoint import ImageEndpoint
 from omnireel.aws.video_endpoint import VideoEndpoint
-from omnireel.errors import EndpointRejected, EndpointThrottled, EndpointUnavailable, MalformedModelOutput
+from omnireel.core.errors import EndpointRejected, EndpointThrottled, EndpointUnavailable, MalformedModelOutput
 from tests.unit.domain.media_fixtures import png_bytes
 
 

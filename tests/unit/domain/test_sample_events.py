@@ -7,9 +7,9 @@ import pytest
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import APIGatewayProxyEventV2Model, S3Model
 
-from omnireel.errors import decode_step_failure
-from omnireel.notification import notifications_from_sns, parse_notification
-from omnireel.step_handler import parse_step_input
+from omnireel.core.errors import decode_step_failure
+from omnireel.media.notification import notifications_from_sns, parse_notification
+from omnireel.runtime.handler import parse_step_input
 from omnireel_cli.invoke import PLACEHOLDERS, fill
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -109,7 +109,7 @@ def test_scheduled_event_parses_and_names_its_rule():
 
 
 def test_workflow_ended_event_names_the_execution_of_its_job():
-    from omnireel.job import job_id_of_execution
+    from omnireel.jobs.job import job_id_of_execution
 
     detail = load("workflow_ended.json")["detail"]
     assert job_id_of_execution(detail["name"]) == json.loads(detail["input"])["job_id"]
@@ -118,13 +118,13 @@ def test_workflow_ended_event_names_the_execution_of_its_job():
 def test_webhook_delivery_event_carries_a_queued_job_event():
     from aws_lambda_powertools.utilities.parser.models import SqsModel
 
-    from omnireel.webhooks import parse_queued
+    from omnireel.webhooks.dispatch import parse_queued
 
     parsed = parse(event=load("webhook_delivery_sqs.json"), model=SqsModel)
     queued = parse_queued(parsed.Records[0].body)
     assert queued.url.startswith("https://") and queued.event_type == "job.succeeded" and queued.job_id
     # `omnireel invoke` runs it for real: its target must be refused without a packet (a literal metadata address).
-    from omnireel.webhook_target import WebhookRefused, resolve_target
+    from omnireel.webhooks.target import WebhookRefused, resolve_target
 
     with pytest.raises(WebhookRefused, match="link-local"):
         resolve_target(queued.url, allow_loopback_http=True, resolve=lambda host, port: [host])

@@ -1,10 +1,10 @@
-"""The typed settings every function reads at cold start (``omnireel.settings``)."""
+"""The typed settings every function reads at cold start (``omnireel.runtime.settings``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from omnireel.settings import (
+from omnireel.runtime.settings import (
     ApiSettings,
     DeadlineSettings,
     ImageSettings,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from omnireel import staging
-from omnireel.errors import JobConflict
-from omnireel.job import Artifacts, Job, JobStatus
-from omnireel.request import parse_job_request
+from omnireel.core.errors import JobConflict
+from omnireel.jobs import staging
+from omnireel.jobs.job import Artifacts, Job, JobStatus
+from omnireel.jobs.request import parse_job_request
 
 REQUEST = parse_job_request({"prompt": "a lighthouse at dusk", "seed": 7})
 STAMP = "2026-12-02T00:00:00.000Z"
@@ -31,7 +31,7 @@ class Artifacts_:
         self.puts: list[str] = []
 
     def put(self, key: str, body: bytes, content_type: str) -> Any:
-        from omnireel.s3uri import S3Uri
+        from omnireel.jobs.s3uri import S3Uri
 
         self.puts.append(key)
         return S3Uri("artifacts", key)

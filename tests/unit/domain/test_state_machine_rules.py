@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from omnireel.steps import CALLBACK_FAILURE_CODES
+from omnireel.jobs.steps import CALLBACK_FAILURE_CODES
 
 ASL = Path(__file__).resolve().parents[3] / "statemachine" / "pipeline.asl.json"
 

@@ -10,9 +10,9 @@ import json
 import pytest
 from starlette.requests import Request
 
-from omnireel.reference_image import prepare_video_reference
-from omnireel.request import parse_job_request
-from omnireel.video_request import build_video_request
+from omnireel.jobs.request import parse_job_request
+from omnireel.media.reference_image import prepare_video_reference
+from omnireel.media.video_request import build_video_request
 from tests.unit.domain.media_fixtures import png_bytes
 
 
@@ -94,7 +94,7 @@ def test_the_container_parser_rejects_an_oversize_text_part(reference):
 
 
 def test_the_motion_prompt_replaces_the_prompt_in_the_video_call_only(reference):
-    from omnireel.image_request import image_request_body
+    from omnireel.media.image_request import image_request_body
 
     request = parse_job_request(
         {
@@ -135,7 +135,7 @@ def test_the_bytes_are_the_ones_requests_toolbelt_made(reference, body):
     staged bytes did not change (requests-toolbelt stays a test-only dependency for this comparison)."""
     from requests_toolbelt.multipart.encoder import MultipartEncoder
 
-    from omnireel.video_request import video_form_fields
+    from omnireel.media.video_request import video_form_fields
 
     request = parse_job_request(body)
     staged = build_video_request(request, reference, model_id="Wan-AI/x", boundary="omnireel-0123")

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from omnireel.webhook_delivery import AttemptResult, post
-from omnireel.webhook_target import WebhookRefused, WebhookTarget, WebhookUnresolved, resolve_target
-from omnireel.webhooks import Delivery, WebhookAttemptFailed, deliver, parse_queued, process_record
+from omnireel.webhooks.delivery import AttemptResult, post
+from omnireel.webhooks.dispatch import Delivery, WebhookAttemptFailed, deliver, parse_queued, process_record
+from omnireel.webhooks.target import WebhookRefused, WebhookTarget, WebhookUnresolved, resolve_target
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 BOUND_S = 20  # no test waits longer than this for anything

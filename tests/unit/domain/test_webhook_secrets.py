@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from omnireel.errors import SigningKeyUnavailable, WebhookOwnerUnknown
-from omnireel.webhook_delivery import signed_headers
-from omnireel.webhook_secrets import (
+from omnireel.core.errors import SigningKeyUnavailable, WebhookOwnerUnknown
+from omnireel.webhooks.delivery import signed_headers
+from omnireel.webhooks.dispatch import QueuedEvent
+from omnireel.webhooks.secrets import (
     InvalidMasterKey,
     MasterKeys,
     new_master_key,
@@ -23,8 +24,7 @@ from omnireel.webhook_secrets import (
     signing_secrets,
     unowned_secret,
 )
-from omnireel.webhook_signing import delivery_secrets, event_owner, secret_view
-from omnireel.webhooks import QueuedEvent
+from omnireel.webhooks.signing import delivery_secrets, event_owner, secret_view
 
 MASTER = "Q2hhbmdlTWVDaGFuZ2VNZUNoYW5nZU1lQ2hhbmdlTWU"  # 44 characters, as GenerateSecretString makes it
 ALICE = "arn:aws:iam::123456789012:user/alice"

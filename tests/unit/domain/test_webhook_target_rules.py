@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from omnireel.webhook_delivery import post
-from omnireel.webhook_target import WebhookRefused, WebhookTarget, resolve_target
-from omnireel.webhooks import QueuedEvent, deliver
+from omnireel.webhooks.delivery import post
+from omnireel.webhooks.dispatch import QueuedEvent, deliver
+from omnireel.webhooks.target import WebhookRefused, WebhookTarget, resolve_target
 
 
 def _resolver(*addresses: str):  # type: ignore[no-untyped-def]

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from omnireel.events import sns_message_attributes
-from omnireel.request import parse_job_request
-from omnireel.webhook_delivery import (
+from omnireel.events.job_events import sns_message_attributes
+from omnireel.jobs.request import parse_job_request
+from omnireel.webhooks.delivery import (
     MAX_DELAY_S,
     RECEIVE_TO_INVOKE_MARGIN_S,
     SAFETY_MARGIN_S,
@@ -20,8 +20,8 @@ from omnireel.webhook_delivery import (
     retry_span_s,
     signed_headers,
 )
-from omnireel.webhook_target import WebhookRefused, WebhookUnresolved, resolve_target
-from omnireel.webhooks import deliver, parse_queued
+from omnireel.webhooks.dispatch import deliver, parse_queued
+from omnireel.webhooks.target import WebhookRefused, WebhookUnresolved, resolve_target
 
 # The test vector the Standard Webhooks reference libraries publish (libraries/*/tests: "test_sign_function").
 VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -130,14 +130,14 @@ def test_an_unresolvable_host_is_refused_as_unresolved() -> None:
     ],
 )
 def test_webhook_urls_are_checked_when_the_request_is_parsed(url: str, fragment: str) -> None:
-    from omnireel.errors import InvalidRequest
+    from omnireel.core.errors import InvalidRequest
 
     with pytest.raises(InvalidRequest, match=fragment):
         parse_job_request({"prompt": "p", "webhook": url})
 
 
 def _job_event(event_type: str = "job.succeeded", **request: object) -> object:
-    from omnireel.events import EventArtifacts, EventTimings, JobEvent
+    from omnireel.events.job_events import EventArtifacts, EventTimings, JobEvent
 
     return JobEvent(
         event_id="e-1",
@@ -250,8 +250,8 @@ def test_the_backoff_doubles_is_capped_within_sqs_12_hours_and_lasts_over_a_day(
 
 def test_a_post_to_a_closed_port_fails_fast_and_follows_no_redirect() -> None:
     """A real socket on loopback: a refused connection is a failed attempt, not an exception."""
-    from omnireel.webhook_delivery import post
-    from omnireel.webhook_target import WebhookTarget
+    from omnireel.webhooks.delivery import post
+    from omnireel.webhooks.target import WebhookTarget
     from omnireel_local.home import free_port
 
     result = post(

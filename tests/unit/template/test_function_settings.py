@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-import omnireel.settings
+import omnireel.runtime.settings
 from omnireel_template import (
     FUNCTIONS_DIR,
     function_environment,
@@ -30,7 +30,7 @@ def settings_model(folder: str) -> type[Any]:
     source = (FUNCTIONS_DIR / folder / "handler.py").read_text()
     names = set(re.findall(r"\b(\w+Settings)\.from_env\(", source))
     assert len(names) == 1, f"functions/{folder}: expected one settings model read with from_env(), found {names}"
-    return getattr(omnireel.settings, names.pop())
+    return getattr(omnireel.runtime.settings, names.pop())
 
 
 def test_every_function_folder_is_a_template_function() -> None:

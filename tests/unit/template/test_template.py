@@ -543,7 +543,7 @@ def test_listing_reads_only_the_owner_index_and_never_scans(cfn: dict[str, Any])
 def test_webhook_retries_last_over_a_day_then_reach_the_dead_letter_queue(
     sam: dict[str, Any], cfn: dict[str, Any]
 ) -> None:
-    from omnireel.webhook_delivery import retry_span_s
+    from omnireel.webhooks.delivery import retry_span_s
 
     queue = props(cfn, "WebhookQueue")
     attempts = queue["RedrivePolicy"]["maxReceiveCount"]
@@ -563,7 +563,7 @@ def test_every_sqs_fed_function_is_sized_for_its_worst_batch(cfn: dict[str, Any]
     (AWS's rule). For the webhook delivery function (its records may each wait on a receiver up to the attempt
     deadline), a batch whose every receiver holds its attempt to the deadline ends inside the Timeout, and the longest
     backoff's receive-to-invoke margin covers the visibility the poller's receive starts with."""
-    from omnireel.webhook_delivery import RECEIVE_TO_INVOKE_MARGIN_S, VISIBILITY_PER_TIMEOUT, worst_case_invocation_s
+    from omnireel.webhooks.delivery import RECEIVE_TO_INVOKE_MARGIN_S, VISIBILITY_PER_TIMEOUT, worst_case_invocation_s
 
     resources = cfn["Resources"]
     mappings = {

@@ -3,7 +3,7 @@
 Each handler is imported in a fresh interpreter with its environment from template.yaml (parameter defaults) in a
 Lambda-like environment (``LAMBDA_TASK_ROOT`` set and ``POWERTOOLS_TRACE_DISABLED`` unset, so Powertools' Tracer
 would be enabled if it were created). With the parameter on, the same import creates Powertools' Tracer, enabled,
-with botocore patched. ``omnireel.tracing`` is the one place that decides; the decorators work either way.
+with botocore patched. ``omnireel.runtime.tracing`` is the one place that decides; the decorators work either way.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from omnireel.tracing import ENV, NoTracer, make_tracer, xray_sdk_enabled
+from omnireel.runtime.tracing import ENV, NoTracer, make_tracer, xray_sdk_enabled
 from omnireel_template import (
     function_environment,
     function_folder,
@@ -40,7 +40,7 @@ def create_client(self, service_name, *args, **kwargs):
     return _create(self, service_name, *args, **kwargs)
 botocore.session.Session.create_client = create_client
 import handler
-tracer = handler.tracer
+from omnireel.runtime.observability import tracer  # the one tracer every handler shares
 state = {"sdk_modules": sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"),
          "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled),
          "clients": sorted(set(created)), "packages": sorted({m.split(".")[0] for m in sys.modules})}
@@ -85,7 +85,7 @@ def default_imports() -> dict[str, dict[str, object]]:
 def test_by_default_no_handler_imports_the_xray_sdk(folder: str, default_imports: dict[str, dict[str, object]]) -> None:
     state = default_imports[folder]
     assert state["sdk_modules"] == [], f"{folder} imports the X-Ray SDK with XRaySdkTracing=false"
-    assert state["tracer"] == "omnireel.tracing.NoTracer"
+    assert state["tracer"] == "omnireel.runtime.tracing.NoTracer"
 
 
 def test_with_the_parameter_on_the_tracer_is_active_and_patches_botocore() -> None:

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from omnireel.aws.clients import client
-from omnireel.batch import Line, lines_messages, send_groups
+from omnireel.batches.batch import Line, lines_messages, send_groups
 
 
 class BatchQueue:

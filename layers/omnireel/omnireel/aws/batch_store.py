@@ -8,7 +8,7 @@ message or a duplicate terminal event never counts twice and never releases an i
 
 Open items: a batch record until its ``batch.completed`` is published, and a line from its submission until it is
 counted terminal, carry ``open_shard`` (the batch id's first hex digit) and ``opened_at``: the sparse ``open-items``
-index (template.yaml: BatchesTable) on which the reconciler (``omnireel.batch_reconcile``) finds, oldest first,
+index (template.yaml: BatchesTable) on which the reconciler (``omnireel.batches.reconcile``) finds, oldest first,
 lines whose terminal event never arrived and batches whose intake stopped, without scanning the table.
 """
 
@@ -26,9 +26,9 @@ from msgspec.structs import replace
 
 from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
-from omnireel.batch_events import BatchCounts, BatchTruncation
-from omnireel.job import SourceVersion, iso, now
-from omnireel.records import to_dict
+from omnireel.core.records import to_dict
+from omnireel.events.batch_events import BatchCounts, BatchTruncation
+from omnireel.jobs.job import SourceVersion, iso, now
 
 BATCH_ITEM = "batch"
 IN_FLIGHT = "#in-flight"

@@ -8,10 +8,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
-from omnireel.batch_events import BatchEvent
-from omnireel.errors import PublishFailed
-from omnireel.events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
-from omnireel.records import to_json
+from omnireel.core.errors import PublishFailed
+from omnireel.core.records import to_json
+from omnireel.events.batch_events import BatchEvent
+from omnireel.events.job_events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
 
 
 class EventPublisher:

@@ -10,8 +10,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
 from omnireel.aws.sagemaker import invoke_failure
-from omnireel.errors import MalformedModelOutput
-from omnireel.media import check_png
+from omnireel.core.errors import MalformedModelOutput
+from omnireel.media.png import check_png
 
 IMAGE_ROUTE = "route=/v1/images/generations"
 

@@ -7,9 +7,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
-from omnireel.errors import InvalidRequest, SourceVersionGone
-from omnireel.job import SourceVersion
-from omnireel.observability import logger
+from omnireel.core.errors import InvalidRequest, SourceVersionGone
+from omnireel.jobs.job import SourceVersion
+from omnireel.runtime.observability import logger
 
 # S3's answers when the version an event names is no longer there: the version was deleted (NoSuchVersion; NoSuchKey
 # once no version of the key is left), it is a delete marker (MethodNotAllowed), or, in an unversioned bucket, the key

@@ -11,10 +11,10 @@ from msgspec.structs import replace
 
 from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
-from omnireel.errors import JobConflict, JobNotFound
-from omnireel.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
-from omnireel.records import to_dict, to_json
-from omnireel.request import JobRequest
+from omnireel.core.errors import JobConflict, JobNotFound
+from omnireel.core.records import to_dict, to_json
+from omnireel.jobs.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
+from omnireel.jobs.request import JobRequest
 
 
 def _to_item(job: Job) -> dict[str, Any]:

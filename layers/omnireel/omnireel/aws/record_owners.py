@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from omnireel.aws.clients import client
-from omnireel.errors import WebhookOwnerUnknown
+from omnireel.core.errors import WebhookOwnerUnknown
 
 BATCH_ITEM = "batch"  # omnireel.aws.batch_store: the batch record's sort key
 

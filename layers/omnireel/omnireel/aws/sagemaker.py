@@ -11,7 +11,7 @@ import json
 
 from botocore.exceptions import ClientError, ConnectionError, ReadTimeoutError
 
-from omnireel.errors import EndpointError, EndpointRejected, EndpointThrottled, EndpointUnavailable
+from omnireel.core.errors import EndpointError, EndpointRejected, EndpointThrottled, EndpointUnavailable
 
 _THROTTLING = {"ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"}
 _UNAVAILABLE = {"ServiceUnavailable", "InternalFailure", "InternalDependencyException", "ModelNotReadyException"}

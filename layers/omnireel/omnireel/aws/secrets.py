@@ -1,6 +1,6 @@
 """The webhook master key in Secrets Manager (template.yaml: WebhookSigningSecret), read with a bounded cache.
 
-The value is a master key document (``omnireel.webhook_secrets``); nothing here serves it: callers get secrets derived
+The value is a master key document (``omnireel.webhooks.secrets``); nothing here serves it: callers get secrets derived
 from it per scope. Functions keep it for ``ttl_s`` (5 minutes by default, well under the shortest rotation grace period
 of an hour the CLI asks for), so a rotation reaches every warm execution environment within that time.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
-from omnireel.errors import SigningKeyUnavailable
-from omnireel.webhook_secrets import InvalidMasterKey, MasterKeys, parse_master
+from omnireel.core.errors import SigningKeyUnavailable
+from omnireel.webhooks.secrets import InvalidMasterKey, MasterKeys, parse_master
 
 DEFAULT_TTL_S = 300.0
 

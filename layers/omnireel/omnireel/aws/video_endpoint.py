@@ -6,7 +6,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
 from omnireel.aws.sagemaker import invoke_failure
-from omnireel.job import AsyncInvocation
+from omnireel.jobs.job import AsyncInvocation
 
 VIDEO_ROUTE = "route=/v1/videos/sync"
 

@@ -8,8 +8,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
-from omnireel.errors import ExecutionNameTaken
-from omnireel.observability import logger
+from omnireel.core.errors import ExecutionNameTaken
+from omnireel.runtime.observability import logger
 
 # Answers that mean the callback was already resolved (duplicate delivery, or the task timed out).
 _ALREADY_RESOLVED = {"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"}

@@ -1,0 +1,112 @@
+"""The adapters a function builds at cold start, from its settings: one place that knows which setting configures which
+adapter (the handlers in ``functions/`` call these instead of repeating the constructors).
+
+Each factory imports its adapter when called, so a function loads only the adapters it builds (cold start:
+``bench/cold_start.py``). ``settings`` is any object with the fields a factory reads (``omnireel.runtime.settings``'
+classes have them; a Protocol states which), so the adapters layer does not depend on the runtime's settings module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from omnireel.aws.artifact_store import ArtifactStore
+    from omnireel.aws.batch_queue import BatchQueue
+    from omnireel.aws.batch_store import BatchStore
+    from omnireel.aws.event_publisher import EventPublisher
+    from omnireel.aws.job_store import JobStore
+    from omnireel.aws.secrets import WebhookMasterKey
+    from omnireel.aws.workflow import Workflow
+
+
+class _Jobs(Protocol):
+    @property
+    def jobs_table(self) -> str: ...
+    @property
+    def job_ttl_days(self) -> int: ...
+
+
+class _Artifacts(Protocol):
+    @property
+    def artifacts_bucket(self) -> str: ...
+
+
+class _Events(Protocol):
+    @property
+    def job_events_topic_arn(self) -> str: ...
+    @property
+    def event_bus_name(self) -> str: ...
+
+
+class _Workflow(Protocol):
+    @property
+    def state_machine_arn(self) -> str: ...
+
+
+class _Batches(Protocol):
+    @property
+    def batches_table(self) -> str | None: ...
+    @property
+    def job_ttl_days(self) -> int: ...
+
+
+class _BatchQueue(Protocol):
+    @property
+    def batch_queue_url(self) -> str | None: ...
+
+
+class _WebhookKey(Protocol):
+    @property
+    def webhook_secret_arn(self) -> str: ...
+    @property
+    def webhook_key_cache_seconds(self) -> float: ...
+
+
+def _required(value: str | None, variable: str) -> str:
+    if not value:  # a wiring mistake in the template, caught at cold start rather than on the first batch
+        raise ValueError(f"{variable} is not set: this function is not wired to the batches")
+    return value
+
+
+def job_store(settings: _Jobs) -> JobStore:
+    from omnireel.aws.job_store import JobStore
+
+    return JobStore(settings.jobs_table, settings.job_ttl_days)
+
+
+def artifact_store(settings: _Artifacts) -> ArtifactStore:
+    from omnireel.aws.artifact_store import ArtifactStore
+
+    return ArtifactStore(settings.artifacts_bucket)
+
+
+def event_publisher(settings: _Events, *, eager: bool = False) -> EventPublisher:
+    """``eager``: the function publishes on (nearly) every call, so its clients are created at cold start."""
+    from omnireel.aws.event_publisher import EventPublisher
+
+    return EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=eager)
+
+
+def workflow(settings: _Workflow) -> Workflow:
+    from omnireel.aws.workflow import Workflow
+
+    return Workflow(settings.state_machine_arn)
+
+
+def batch_store(settings: _Batches, *, eager: bool = False) -> BatchStore:
+    from omnireel.aws.batch_store import BatchStore
+
+    return BatchStore(_required(settings.batches_table, "BATCHES_TABLE"), settings.job_ttl_days, eager=eager)
+
+
+def batch_queue(settings: _BatchQueue, *, eager: bool = False) -> BatchQueue:
+    from omnireel.aws.batch_queue import BatchQueue
+
+    return BatchQueue(_required(settings.batch_queue_url, "BATCH_QUEUE_URL"), eager=eager)
+
+
+def webhook_master_key(settings: _WebhookKey) -> WebhookMasterKey:
+    from omnireel.aws.secrets import WebhookMasterKey
+
+    return WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)

@@ -1,0 +1,1 @@
+"""Batches: many job requests in one submission, fanned out, counted and completed."""

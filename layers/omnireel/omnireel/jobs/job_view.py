@@ -1,0 +1,38 @@
+"""The job as the API shows it: GET /jobs/{id}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.core.records import to_dict
+from omnireel.jobs.artifact_links import artifact_links
+from omnireel.jobs.job import Job
+from omnireel.jobs.request import DEFAULT_WEBHOOK_EVENTS
+
+
+def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[str, Any]:
+    """GET /jobs/{id}: status, per-stage timings, artifacts with presigned URLs, error."""
+    return {
+        "job_id": job.job_id,
+        "status": job.status.value,
+        "created_at": job.created_at,
+        "updated_at": job.updated_at,
+        "source": job.source,
+        "source_version": to_dict(job.source_version) if job.source_version else None,
+        "request": to_dict(job.request) if job.request else None,
+        "stage_times": job.stage_times,
+        "timings": job.timings(),
+        "artifacts": to_dict(artifact_links(job, artifacts, presign_seconds), omit_none=True),
+        "error": to_dict(job.error) if job.error else None,
+        "webhook": _webhook_view(job),
+    }
+
+
+def _webhook_view(job: Job) -> dict[str, Any] | None:
+    """The job's webhook and, per event type, where its delivery stands (written by the delivery function)."""
+    if job.request is None or job.request.webhook is None:
+        return None
+    events: list[str] = list(job.request.webhook_events or DEFAULT_WEBHOOK_EVENTS)
+    deliveries = {k: to_dict(v) for k, v in job.webhook_deliveries.items()}
+    return {"url": job.request.webhook, "events": events, "deliveries": deliveries}

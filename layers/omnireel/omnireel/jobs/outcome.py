@@ -1,0 +1,61 @@
+"""Finishing a job: the terminal transition and its one event (the API's view of a job is ``job_view``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.job_store import JobStore
+from omnireel.core.errors import JobConflict, decode_step_failure
+from omnireel.core.records import to_dict
+from omnireel.events.job_events import JobEvent, build_job_event
+from omnireel.jobs.artifact_links import artifact_links
+from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus, now
+from omnireel.runtime.observability import logger
+
+
+def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
+    """The job's error record from the state machine's caught ``{Error, Cause}``."""
+    step_error = step_error or {}
+    decoded = decode_step_failure(step_error.get("Error"), step_error.get("Cause"))
+    stage = STAGE_OF_STATUS.get(job.status, "finish")
+    return JobError(stage=stage, code=decoded["code"], message=decoded["message"][:2000])
+
+
+def finish_job(
+    job_id: str,
+    outcome: JobStatus,
+    *,
+    step_error: dict[str, Any] | None,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+    job: Job | None = None,
+    fields: dict[str, Any] | None = None,
+) -> JobEvent | None:
+    """Move the job to its terminal status and publish its event exactly once.
+
+    Returns the event published now, or None if it had already been published (a retry or a
+    duplicate). If the job is already terminal, its recorded outcome wins. ``job``: the record as the caller just read
+    it (saves a read); ``fields``: set with the terminal transition (async_result: the video artifact).
+    """
+    job = job or jobs.get(job_id)
+    if not job.status.terminal:
+        fields = dict(fields or {})
+        if outcome is JobStatus.FAILED:
+            fields["error"] = to_dict(failure_from_step(job, step_error))
+        try:
+            job = jobs.transition(job_id, outcome, **fields)
+        except JobConflict:
+            job = jobs.get(job_id)
+            logger.warning("terminal transition lost a race", extra={"job_id": job_id, "status": job.status})
+    if job.event_published_at:
+        logger.info("terminal event already published", extra={"job_id": job_id})
+        return None
+    event = build_job_event(job, artifact_links(job, artifacts, presign_seconds), now())
+    publisher.publish(event)
+    if not jobs.claim_publication(job_id):
+        logger.warning("terminal event published concurrently", extra={"job_id": job_id})
+    return event

@@ -1,0 +1,93 @@
+"""Accepting work: a validated request becomes a job record and one named execution."""
+
+from __future__ import annotations
+
+from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
+from omnireel.core.errors import IdempotencyConflict
+from omnireel.jobs.job import (
+    BatchRef,
+    Job,
+    JobError,
+    JobStatus,
+    SourceVersion,
+    fingerprint,
+    iso,
+    job_id_for,
+    new_execution_name,
+    new_job_id,
+    now,
+)
+from omnireel.jobs.request import JobRequest
+
+
+def submit_job(
+    request: JobRequest,
+    *,
+    source: str,
+    natural_key: str | None,
+    jobs: JobStore,
+    workflow: Workflow,
+    owner: str | None = None,
+    source_version: SourceVersion | None = None,
+    batch: BatchRef | None = None,
+) -> tuple[Job, bool]:
+    """Create the job (or find the one this natural key already made) and make sure it runs.
+
+    Returns (job, created). The same natural key with a different request is an
+    ``IdempotencyConflict``. Each record names its own execution (``new_execution_name``: the job id
+    plus a random suffix, stored with the record), so a replay after a crash between the two writes
+    starts the same execution exactly once, and a record made again after TTL deleted the old one
+    starts a new execution instead of colliding with the old, closed one.
+    """
+    job_id = job_id_for(natural_key) if natural_key else new_job_id()
+    stamp = iso(now())
+    candidate = Job(
+        job_id=job_id,
+        status=JobStatus.ACCEPTED,
+        request=request,
+        source=source,
+        source_version=source_version,
+        owner=owner,
+        batch=batch,
+        request_fingerprint=fingerprint(request),
+        created_at=stamp,
+        updated_at=stamp,
+        stage_times={JobStatus.ACCEPTED.value: stamp},
+        execution_name=new_execution_name(job_id),
+    )
+    job, created = jobs.create(candidate)
+    if not created and job.request_fingerprint != candidate.request_fingerprint:
+        raise IdempotencyConflict(f"this idempotency key was already used for a different request (job {job.job_id})")
+    if job.status is JobStatus.ACCEPTED:
+        workflow.start(job.job_id, job.execution)
+    return job, created
+
+
+def reject_submission(
+    *,
+    natural_key: str,
+    source: str,
+    error: JobError,
+    jobs: JobStore,
+    source_version: SourceVersion | None = None,
+    owner: str | None = None,
+    batch: BatchRef | None = None,
+) -> Job:
+    """Record an unreadable submission as a failed job so it gets its ``job.failed`` event."""
+    stamp = iso(now())
+    job = Job(
+        job_id=job_id_for(natural_key),
+        status=JobStatus.FAILED,
+        request=None,
+        source=source,
+        source_version=source_version,
+        owner=owner,
+        batch=batch,
+        created_at=stamp,
+        updated_at=stamp,
+        stage_times={JobStatus.FAILED.value: stamp},
+        error=error,
+    )
+    stored, _ = jobs.create(job)
+    return stored

@@ -1,0 +1,157 @@
+"""One queued event -> one delivery attempt to its webhook, recorded on the job (``GET /jobs/{id}`` shows it).
+
+The job-events topic publishes every event with a ``webhook`` message attribute when its job's request asked for that
+event type at a webhook (``omnireel.events.job_events.sns_message_attributes``); the webhook queue's subscription
+filters on that attribute, so only events with a webhook reach the delivery function. Any event type that carries the
+attribute and an ``event_id`` is delivered the same way (a batch's ``batch.completed`` too); the attempt is recorded on
+a job record when the event names a ``job_id``.
+
+``process_record`` is one SQS record of the delivery function's batch, isolated from the others: whatever fails on it
+(the attempt, recording it, the signing secret) makes that record alone invisible for its backoff and reports it as
+a batch item failure; records already delivered in the same batch are not sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from omnireel.aws.job_store import JobStore
+from omnireel.core.errors import OmnireelError
+from omnireel.jobs.job import iso
+from omnireel.runtime.observability import logger
+from omnireel.webhooks.delivery import AttemptResult, post, signed_headers
+from omnireel.webhooks.target import (
+    Resolver,
+    WebhookRefused,
+    WebhookUnresolved,
+    resolve_target,
+    resolve_within,
+    system_resolver,
+)
+
+WEBHOOK_ATTRIBUTE = "webhook"
+
+
+@dataclass(frozen=True)
+class QueuedEvent:
+    url: str
+    body: str  # the event exactly as published: signed and sent byte for byte
+    event_id: str
+    event_type: str
+    job_id: str | None
+
+
+def parse_queued(sqs_body: str) -> QueuedEvent:
+    """The SNS notification an SQS record carries (raw delivery off): the event and its ``webhook`` attribute."""
+    envelope = json.loads(sqs_body)
+    url = envelope["MessageAttributes"][WEBHOOK_ATTRIBUTE]["Value"]
+    body = envelope["Message"]
+    event = json.loads(body)
+    if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
+        raise ValueError("the event has no event_id")
+    return QueuedEvent(url, body, event["event_id"], str(event.get("event_type", "event")), event.get("job_id"))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    result: AttemptResult
+    retry: bool  # False: delivered, or refused for good
+
+
+def deliver(
+    queued: QueuedEvent,
+    attempt: int,
+    *,
+    secret: str | Sequence[str],  # the owner's whsec_ secret(s): omnireel.webhooks.signing.delivery_secrets
+    allow_loopback_http: bool,
+    jobs: JobStore | None,
+    now: Callable[[], datetime],
+    deadline: float,
+    connect_timeout_s: float = 3.0,
+    resolve: Resolver = system_resolver,
+    send: Callable[..., AttemptResult] = post,
+) -> Delivery:
+    """Attempt number ``attempt`` (SQS's receive count) of one event, ended by ``deadline`` (``time.monotonic()``:
+    resolution, connection, TLS, request and answer together); record it on the job."""
+    refused = False
+    try:
+        if deadline <= time.monotonic():  # the invocation has no time left for it: the next receive tries
+            raise TimeoutError
+        # Checked again at every attempt: a host may resolve elsewhere now than when the job was submitted.
+        bounded = resolve_within(resolve, deadline - time.monotonic())
+        target = resolve_target(queued.url, allow_loopback_http=allow_loopback_http, resolve=bounded)
+    except TimeoutError:
+        result = AttemptResult(None, "deadline: no time left for this attempt in the invocation")
+    except WebhookUnresolved as exc:  # DNS may answer next time: retried on the schedule
+        result = AttemptResult(None, exc.message)
+    except WebhookRefused as exc:
+        result, refused = AttemptResult(None, exc.message), True
+    else:
+        at = now()
+        headers = signed_headers(secret, queued.event_id, queued.body, at)
+        result = send(
+            target,
+            queued.body.encode(),
+            headers,
+            connect_timeout_s=connect_timeout_s,
+            deadline=deadline,
+        )
+    stamp = iso(now())
+    state: dict[str, Any] = {
+        "attempts": attempt,
+        "last_status": result.status,
+        "last_error": result.error,
+        "last_attempt_at": stamp,
+        "delivered_at": stamp if result.delivered else None,
+        "refused": refused,
+    }
+    if jobs is not None and queued.job_id:
+        jobs.record_webhook_attempt(queued.job_id, queued.event_type, state)
+    extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": attempt, "status": result.status}
+    if result.delivered:
+        logger.info("webhook delivered", extra=extra)
+    else:
+        logger.warning("webhook attempt failed", extra={**extra, "error": result.error, "refused": refused})
+    return Delivery(result, retry=not (result.delivered or refused))
+
+
+class WebhookAttemptFailed(OmnireelError):
+    """The attempt did not deliver the event and may be retried (the record is reported as a batch item failure)."""
+
+    code = "WebhookAttemptFailed"
+    retryable = True
+
+
+def process_record(
+    body: str,
+    receive_count: int,
+    *,
+    attempt: Callable[[QueuedEvent, int], Delivery],
+    backoff: Callable[[int], None],
+) -> Delivery | None:
+    """One SQS record: parse it, make attempt number ``receive_count``, and on any failure call ``backoff(attempt)``
+    (the record's own ChangeMessageVisibility) and raise, so that only this record is retried. None: not a webhook
+    event (dropped: it would fail the same way every time)."""
+    try:
+        queued = parse_queued(body)
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.error("not a webhook event: dropped", extra={"error": str(exc)})
+        return None
+    failure: Exception
+    try:
+        delivery = attempt(queued, receive_count)
+    except Exception as exc:  # noqa: BLE001 - a throttle recording the attempt, the secret, ...: this record only
+        extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": receive_count}
+        logger.exception("webhook record failed; it alone is retried", extra=extra)
+        failure = exc
+    else:
+        if not delivery.retry:
+            return delivery
+        failure = WebhookAttemptFailed(delivery.result.error or "not delivered")
+    backoff(receive_count)
+    raise failure
