@@ -6,8 +6,9 @@ script (run by ``make destroy STACK=name REGION=r [CONFIRM=yes]``; never by ``ma
 1. lists the stack's resources and the buckets it owns (its AWS::S3::Bucket resources and bucket outputs),
 2. asks for confirmation (``--yes`` skips it),
 3. deletes every object version and delete marker in those buckets - unless the stack was deployed with
-   ``RetainData=true`` (the prod profile): then the buckets, the jobs table, the relay token secret and the alarm key
-   are retained by their DeletionPolicy, so their data is left untouched and listed as what outlives the stack,
+   ``RetainData=true`` (the prod profile): then the resources whose DeletionPolicy follows RetainData (the buckets,
+   the tables, the webhook signing key: read from template.yaml) are retained, so their data is left untouched and
+   listed as what outlives the stack,
 4. runs ``sam delete --no-prompts`` (which waits for the stack deletion),
 5. deletes the endpoints' container log groups (``/aws/sagemaker/Endpoints/<name>``: SageMaker creates them, the
    stack does not own them), and
@@ -23,6 +24,8 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
+
+from omnireel_template import retained_by_retain_data
 
 BILLABLE = {
     "AWS::SageMaker::Endpoint": "endpoint",
@@ -41,10 +44,6 @@ def owned_buckets(cfn: Any, stack: str, resources: list[dict[str, str]]) -> list
     outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
     names |= {o["OutputValue"] for o in outputs if o["OutputKey"].endswith("BucketName")}
     return sorted(n for n in names if n)
-
-
-# What RetainData=true keeps (template.yaml: DeletionPolicy/UpdateReplacePolicy !If [RetainDataOnDelete, ...]).
-RETAINED_TYPES = {"AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret", "AWS::KMS::Key"}
 
 
 def retains_data(cfn: Any, stack: str) -> bool:
@@ -125,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     buckets = owned_buckets(cfn, args.stack, resources)
     billable = [r for r in resources if r["ResourceType"] in BILLABLE]
-    retained = [r for r in resources if r["ResourceType"] in RETAINED_TYPES] if retains_data(cfn, args.stack) else []
+    keeps = retained_by_retain_data() if retains_data(cfn, args.stack) else set()
+    retained = [r for r in resources if r["LogicalResourceId"] in keeps]
     if retained:
         buckets = []  # retained buckets keep their data: emptying them would defeat RetainData
 

@@ -372,6 +372,12 @@ def run(
     report.add("parameter constraints", not constraints, "; ".join(constraints) or "every value is allowed")
     failures = cfn_rules.failed_assertions(template, params, stack_name=stack, region=region)
     report.add("template rules", not failures, "; ".join(failures) or f"{len(template.get('Rules', {}))} rules hold")
+    comparisons = cfn_rules.comparison_violations(template, params)
+    report.add(
+        "parameter comparisons",
+        not comparisons,
+        "; ".join(comparisons) or "what Rules cannot compare holds (template Metadata: omnireel.ParameterComparisons)",
+    )
     check_names(report, template, stack, region, params, account or PLACEHOLDER_ACCOUNT)
     check_pools(report, cfn_rules.parameter_values(template, params))
     try:

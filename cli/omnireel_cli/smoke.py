@@ -5,7 +5,12 @@
 (b) video: one job through the HTTP API with ``video.num_inference_steps=4``, waited to its terminal state ->
     ``validation-output.mp4`` (its sample table, read by mp4_facts: frame count and size as the job asked);
 (c) voice: one utterance through the TTS relay -> ``validation-output.wav`` (24 kHz mono 16-bit), skipped with a note
-    when the stack has no voice (EnableVoice=false: no RelayUrl output; locally: ``local up --no-relay``).
+    when the stack has no voice (EnableVoice=false: no RelayUrl output; locally: ``local up --no-relay``);
+(d) deploy: what the local stack cannot prove and one call can check (docs/operations.md, "First deploy"): every
+    real-time endpoint's variant declares one ``InstanceType`` or 2-5 ``InstancePools``; on a deployed stack also the
+    processed template's ``DeletionPolicy``/``UpdateReplacePolicy`` of every resource that follows ``RetainData``, and
+    an IAM simulation that the functions heading possibly missing outputs may ``s3:ListBucket`` their prefixes (so a
+    missing key is a 404, not a 403).
 
 The three run concurrently; each prints a PASS/FAIL/SKIP line with its timing as it finishes, then a verdict.
 """
@@ -23,6 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omnireel.core.errors import MalformedModelOutput
 
@@ -47,7 +53,7 @@ class Check:
 
     def line(self) -> str:
         timing = f"{self.seconds:6.2f} s" if self.status != "SKIP" else " " * 8
-        return f"{self.status:<4}  {self.name:<5}  {timing}  {self.detail}"
+        return f"{self.status:<4}  {self.name:<6}  {timing}  {self.detail}"
 
 
 class CheckFailed(Exception):
@@ -150,6 +156,70 @@ def _decode_mp4(path: Path) -> tuple[int, int, int, str]:
     return facts.frames, facts.width, facts.height, facts.codec
 
 
+# The functions that head an artifact that may not exist (a 404 needs s3:ListBucket on its prefix).
+HEADING_FUNCTIONS = ("ReconcileVideoFunction", "AsyncResultFunction")
+REALTIME_ENDPOINT_OUTPUTS = ("ImageEndpointName", "TtsEndpointName")
+
+
+def _variant_problems(sm: Any, endpoint: str) -> list[str]:
+    config = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName=endpoint)["EndpointConfigName"]
+    )
+    problems = []
+    for variant in config["ProductionVariants"]:
+        pools = variant.get("InstancePools") or []
+        if variant.get("InstanceType") and pools:
+            problems.append(f"{endpoint}: InstanceType and InstancePools both set")
+        elif not variant.get("InstanceType") and not 2 <= len(pools) <= 5:
+            problems.append(f"{endpoint}: {len(pools)} instance pool(s) and no InstanceType (one type: InstanceType)")
+    return problems
+
+
+def check_deploy(target: Target) -> str:
+    from omnireel_template import load_template, retained_by_retain_data
+
+    sm = target.client("sagemaker")
+    endpoints = [target.outputs[o] for o in REALTIME_ENDPOINT_OUTPUTS if target.outputs.get(o)]
+    problems = [p for endpoint in endpoints for p in _variant_problems(sm, endpoint)]
+    done = [f"{len(endpoints)} real-time endpoint(s): one InstanceType or 2-5 pools"]
+    if target.local:
+        done.append("deletion policies and the ListBucket simulation: deployed stacks only")
+    else:
+        cfn = target.client("cloudformation")
+        stack = cfn.describe_stacks(StackName=target.name)["Stacks"][0]
+        parameters = {p["ParameterKey"]: p.get("ResolvedValue", p.get("ParameterValue")) for p in stack["Parameters"]}
+        want = "Retain" if parameters.get("RetainData") == "true" else "Delete"
+        body = cfn.get_template(StackName=target.name, TemplateStage="Processed")["TemplateBody"]
+        resources = (json.loads(body) if isinstance(body, str) else body)["Resources"]
+        kept = sorted(retained_by_retain_data(load_template()) & set(resources))
+        for logical in kept:
+            for attribute in ("DeletionPolicy", "UpdateReplacePolicy"):
+                if resources[logical].get(attribute) != want:
+                    problems.append(f"{logical}.{attribute} is {resources[logical].get(attribute)!r}, want {want!r}")
+        done.append(f"{len(kept)} data resources {want} (RetainData={parameters.get('RetainData')})")
+        bucket, lam, iam = target.output("ArtifactsBucketName"), target.client("lambda"), target.client("iam")
+        for logical in HEADING_FUNCTIONS:
+            name = cfn.describe_stack_resource(StackName=target.name, LogicalResourceId=logical)
+            role = lam.get_function_configuration(FunctionName=name["StackResourceDetail"]["PhysicalResourceId"])[
+                "Role"
+            ]
+            decision = iam.simulate_principal_policy(
+                PolicySourceArn=role,
+                ActionNames=["s3:ListBucket"],
+                ResourceArns=[f"arn:aws:s3:::{bucket}"],
+                ContextEntries=[
+                    {"ContextKeyName": "s3:prefix", "ContextKeyValues": ["async/outputs/x.mp4"],
+                     "ContextKeyType": "string"}
+                ],
+            )["EvaluationResults"][0]["EvalDecision"]  # fmt: skip
+            if decision != "allowed":
+                problems.append(f"{logical}'s role may not s3:ListBucket async/outputs/ ({decision}): 403 for 404")
+        done.append(f"{len(HEADING_FUNCTIONS)} roles may list the prefixes they head")
+    if problems:
+        raise CheckFailed("; ".join(problems))
+    return "; ".join(done)
+
+
 def check_voice(relay: tts.Relay, out: Path, timeout: float) -> str:
     path = out / "validation-output.wav"
     try:
@@ -164,7 +234,7 @@ def check_voice(relay: tts.Relay, out: Path, timeout: float) -> str:
 
 def run(target: Target, out: Path, *, image_size: str, video_timeout: float, tts_timeout: float,
         prompt: str, skip: tuple[str, ...] = ()) -> list[Check]:  # fmt: skip
-    """Run the three checks concurrently, printing each line as it finishes; return them in a fixed order."""
+    """Run the checks concurrently, printing each line as it finishes; return them in a fixed order."""
     out.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()
 
@@ -175,6 +245,7 @@ def run(target: Target, out: Path, *, image_size: str, video_timeout: float, tts
     checks: dict[str, Callable[[], str]] = {
         "image": lambda: check_image(target, out, image_size, prompt),
         "video": lambda: check_video(target, out, prompt, video_timeout, say),
+        "deploy": lambda: check_deploy(target),
     }
     results: dict[str, Check] = {}
     relay = None

@@ -7,7 +7,7 @@ neither of them nor what they need (asyncio, PyYAML, botocore): see ``main._lazy
 from __future__ import annotations
 
 SMOKE_PROMPT = "a lighthouse on a rocky coast at dusk, waves, cinematic"
-CHECKS = ("image", "video", "tts")
+CHECKS = ("image", "video", "tts", "deploy")
 
 # What each placeholder means (also the list `omnireel invoke --help` shows); filled by ``values``.
 PLACEHOLDERS = {

@@ -69,6 +69,28 @@ def constraint_violations(template: Mapping[str, Any], overrides: Mapping[str, s
     return problems
 
 
+def comparison_violations(template: Mapping[str, Any], overrides: Mapping[str, str] | None = None) -> list[str]:
+    """The template's ``Metadata.omnireel.ParameterComparisons``: what Rules cannot express (no Rules function compares
+    two numbers), e.g. ``{Less: [A, B], Why: ...}`` = parameter A must be below parameter B. The message names both
+    parameters and their values."""
+    values = parameter_values(template, overrides)
+    problems = []
+    for rule in ((template.get("Metadata") or {}).get("omnireel") or {}).get("ParameterComparisons") or []:
+        (operator, (left, right)), *_ = ((k, v) for k, v in rule.items() if k in _COMPARISONS)
+        try:
+            ok = _COMPARISONS[operator](float(values[left]), float(values[right]))
+        except ValueError:
+            continue  # not numbers: constraint_violations reports that
+        if not ok:
+            words = {"Less": "below", "LessOrEqual": "at most"}[operator]
+            why = " ".join(str(rule.get("Why", "")).split())
+            problems.append(f"Parameter {left}={values[left]} must be {words} {right}={values[right]}: {why}")
+    return problems
+
+
+_COMPARISONS = {"Less": lambda a, b: a < b, "LessOrEqual": lambda a, b: a <= b}
+
+
 def _strings(value: Any, what: str) -> list[str]:
     if not isinstance(value, list):
         raise RuleError(f"{what} needs a list of strings, got {value!r}")

@@ -16,6 +16,7 @@ The account root has no access key in moto, so root callers cannot be tested loc
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
 from dataclasses import dataclass
@@ -195,7 +196,10 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
             request.headers[name] = value  # HTTPHeaders keeps repeated headers (signed as "a,b")
     request.context["timestamp"] = amz_date
     signer = _SignedHeadersOnly(Credentials(access_key, principal.secret_key, token), region, signed)
-    canonical = signer.canonical_request(request)
+    # The payload hash is the hash of the body as received, as API Gateway computes it: botocore's canonical request
+    # would take a signed X-Amz-Content-SHA256 header's word for it (or "UNSIGNED-PAYLOAD"), so a body other than the
+    # one signed would pass (issue 27 item 7). The canonical request's last line is the payload hash.
+    canonical = signer.canonical_request(request).rsplit("\n", 1)[0] + "\n" + hashlib.sha256(body).hexdigest()
     expected = signer.signature(signer.string_to_sign(request, canonical), request)
     if not hmac.compare_digest(expected, match["signature"]):
         raise Refused(SIGNATURE_MISMATCH, "InvalidSignatureException")

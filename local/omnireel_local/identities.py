@@ -183,6 +183,8 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     arn.format("lambda", f"function:{scoped}"),
                     arn.format("sagemaker", f"endpoint/{scoped.lower()}"),
                     arn.format("sagemaker", f"endpoint-config/{scoped.lower()}"),
+                    # which model and image an endpoint serves (issue 27 item 9): DescribeModel on the stack's own
+                    arn.format("sagemaker", f"model/{scoped.lower()}"),
                     arn.format("secretsmanager", f"secret:{scoped}"),
                 ],
             },

@@ -261,8 +261,14 @@ def apply(
         from moto.sagemaker.exceptions import ValidationError
 
         for variant in production_variants:
+            pools = variant.get("InstancePools")
+            # AWS: instance pools *replace* InstanceType (SageMaker's heterogeneous-endpoint guide), 1 to 5 of them.
+            if "InstanceType" in variant and pools:
+                raise ValidationError(message="ProductionVariant: specify InstanceType or InstancePools, not both")
+            if pools is not None and not 1 <= len(pools) <= 5:
+                raise ValidationError(message=f"ProductionVariant: InstancePools has {len(pools)} entries (1 to 5)")
             types = [variant["InstanceType"]] if "InstanceType" in variant else []
-            types += [pool.get("InstanceType", "") for pool in variant.get("InstancePools") or []]
+            types += [pool.get("InstanceType", "") for pool in pools or []]
             if not types and "ServerlessConfig" not in variant:
                 raise ValidationError(message="ProductionVariant needs InstanceType, InstancePools or ServerlessConfig")
             for instance_type in types:
@@ -1476,11 +1482,26 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
                 != iam_policy.ALLOW
             ):
                 decision, why = iam_policy.NEUTRAL, "the role's trust policy does not allow the caller"
+        missing_bucket = s3 and action != "s3:CreateBucket" and not _bucket_exists(resource, account)
+        if decision != iam_policy.ALLOW and missing_bucket:
+            # S3 answers a bucket that does not exist with 404 NoSuchBucket whoever asks (the well-known existence
+            # oracle: 403 means "exists, not yours"); moto's handler answers it. The AWS sample's deploy.py reads
+            # HeadBucket's 404 as "create it" (issue 27 item 8). CreateBucket itself is still authorised.
+            self._omnireel_caller = (key, principal)
+            return
         if decision != iam_policy.ALLOW:
             message = f"User: {key.arn} is not authorized to perform: {action} on resource: {resource} because {why}"
             log.info("IAM: denied %s", message)
             raise error("s3" if s3 else prefix, "AccessDenied", message, 403)
         self._omnireel_caller = (key, principal)
+
+    def _bucket_exists(resource: str, account: str) -> bool:
+        from moto.s3.models import s3_backends
+
+        bucket = resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
+        if not bucket or bucket == "*":
+            return True  # ListBuckets and the like: not about one bucket
+        return bucket in s3_backends[account]["aws"].buckets
 
     ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate
 

@@ -251,8 +251,13 @@ class Provisioner:
     def run(self, template: dict[str, Any] | None = None) -> Provisioned:
         sam, cfn, folders = transform(self.stack_name, self.region, template)
         # CloudFormation checks parameter constraints and the Rules section before it creates anything.
-        refused = cfn_rules.constraint_violations(sam, self.overrides) + cfn_rules.failed_assertions(
-            sam, self.overrides, stack_name=self.stack_name, region=self.region, account_id=self.account_id
+        # Then what Rules cannot compare, which AWS refuses later (CreateStateMachine): here, before anything too.
+        refused = (
+            cfn_rules.constraint_violations(sam, self.overrides)
+            + cfn_rules.failed_assertions(
+                sam, self.overrides, stack_name=self.stack_name, region=self.region, account_id=self.account_id
+            )
+            + cfn_rules.comparison_violations(sam, self.overrides)
         )
         if refused:
             raise TemplateRulesFailed(
@@ -395,6 +400,10 @@ class Provisioner:
                 return str(delimiter).join(str(x) for x in self.resolve(items))
             if key == "Fn::Split":
                 delimiter, text = arg
+                if not isinstance(delimiter, str):  # CloudFormation: "you can't use any functions" in the delimiter
+                    raise TemplateRulesFailed(
+                        f"Template error: Fn::Split's delimiter must be a string, not {json.dumps(delimiter)[:200]}"
+                    )
                 return str(self.resolve(text)).split(delimiter)
             if key == "Fn::GetAZs":
                 return [f"{self.region}{s}" for s in "abc"]

@@ -60,6 +60,45 @@ def test_the_developer_identity_is_not_an_administrator(stack: LocalStack) -> No
     assert denied_invoke.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
 
 
+def test_a_bucket_that_does_not_exist_is_404_whoever_asks_and_creating_it_is_still_authorised(
+    stack: LocalStack,
+) -> None:
+    """Issue 27 item 8: S3 answers a bucket that does not exist with 404 NoSuchBucket, whatever the caller's rights
+    (403 would mean "exists, not yours"); the AWS sample's deploy.py creates its bucket on that 404 and stopped with
+    "Bucket exists but is not accessible" on the local 403. Creating it is still an authorised action."""
+    s3 = _client(stack, "s3")
+    missing = "omnireel-e2e-no-such-bucket-8c1f"
+    with pytest.raises(ClientError) as head:
+        s3.head_bucket(Bucket=missing)
+    assert head.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    with pytest.raises(ClientError) as get:
+        s3.get_object(Bucket=missing, Key="x")
+    assert get.value.response["Error"]["Code"] == "NoSuchBucket"
+    with pytest.raises(ClientError) as create:
+        s3.create_bucket(Bucket=missing)
+    assert create.value.response["Error"]["Code"] == "AccessDenied"  # the developer may not create buckets
+    with pytest.raises(ClientError) as head_again:
+        s3.head_bucket(Bucket=missing)
+    assert head_again.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_the_developer_may_describe_the_models_its_endpoints_serve_and_no_others(stack: LocalStack) -> None:
+    """Issue 27 item 9: inspecting the stack includes which model and image an endpoint serves."""
+    sm = _client(stack, "sagemaker")
+    served = []
+    for output in ("ImageEndpointName", "VideoEndpointName"):
+        config = sm.describe_endpoint(EndpointName=stack.state()["outputs"][output])["EndpointConfigName"]
+        (variant,) = sm.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"]
+        model = sm.describe_model(ModelName=variant["ModelName"])
+        served.append(model["PrimaryContainer"]["Environment"]["SM_VLLM_MODEL"])
+        assert "vllm:omni-sagemaker" in model["PrimaryContainer"]["Image"]
+    assert served == ["black-forest-labs/FLUX.2-klein-4B", "Wan-AI/Wan2.1-VACE-1.3B-diffusers"]
+    with pytest.raises(ClientError) as denied:
+        sm.describe_model(ModelName="another-app-model")
+    assert denied.value.response["ResponseMetadata"]["HTTPStatusCode"] in (400, 403)
+    assert "AccessDenied" in denied.value.response["Error"]["Code"]
+
+
 def test_local_env_exports_the_developer_identity_to_a_child_shell(stack: LocalStack) -> None:
     """Defect 10: `eval "$(omnireel local env)"` must export, or boto3 in that shell talks to real AWS."""
     probe = (

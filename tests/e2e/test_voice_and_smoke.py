@@ -74,9 +74,11 @@ def test_smoke_passes_and_writes_real_media(stack: LocalStack, tmp_path: Path) -
     result = stack.cli("smoke", "--out", str(tmp_path), "--timeout", "90", timeout=150)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    for name in ("image", "video", "tts"):
+    for name in ("image", "video", "tts", "deploy"):
         assert any(re.match(rf"PASS\s+{name}\s+\d+\.\d+ s", line) for line in lines), result.stdout
-    assert re.search(r"^smoke: PASS \(3 passed, 0 failed, 0 skipped\) in \d", result.stdout, re.M)
+    assert re.search(r"^smoke: PASS \(4 passed, 0 failed, 0 skipped\) in \d", result.stdout, re.M)
+    # The deploy check: what one call can prove locally (issue 27 item 12); the rest needs a deployed stack.
+    assert re.search(r"^PASS\s+deploy\s.*2 real-time endpoint\(s\): one InstanceType or 2-5 pools", result.stdout, re.M)
     # The CLI (.venv: no PyAV) reads the MP4's sample table; the decode below (.venv-dev: PyAV) agrees with it.
     assert re.search(r"^PASS\s+video\s.*17 frames 480x320 h264", result.stdout, re.M), result.stdout
 
@@ -98,7 +100,7 @@ def test_smoke_fails_when_a_check_fails(stack: LocalStack, tmp_path: Path) -> No
         httpx.put(f"{emulator}/_emulator/config", json={"faults": {"speech": None}}, timeout=10).raise_for_status()
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(r"^FAIL\s+tts\s.*injected fault", result.stdout, re.M)
-    assert re.search(r"^smoke: FAIL \(2 passed, 1 failed, 0 skipped\)", result.stdout, re.M)
+    assert re.search(r"^smoke: FAIL \(3 passed, 1 failed, 0 skipped\)", result.stdout, re.M)
 
 
 def test_demo_describes_the_mp4_it_saved(stack: LocalStack, tmp_path: Path) -> None:

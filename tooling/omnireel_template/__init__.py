@@ -44,6 +44,20 @@ def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
     return copy.deepcopy(_parsed[key])
 
 
+RETAIN_DATA_POLICY = {"Fn::If": ["RetainDataOnDelete", "Retain", "Delete"]}
+
+
+def retained_by_retain_data(template: dict[str, Any] | None = None) -> set[str]:
+    """The logical ids whose DeletionPolicy follows the RetainData parameter (``!If [RetainDataOnDelete, Retain,
+    Delete]``): what RetainData=true keeps. Conditional resources have static policies and are not among them."""
+    template = template if template is not None else load_template()
+    return {
+        logical
+        for logical, resource in template["Resources"].items()
+        if resource.get("DeletionPolicy") == RETAIN_DATA_POLICY
+    }
+
+
 def parameter_defaults(template: dict[str, Any], overrides: dict[str, str] | None = None) -> dict[str, str]:
     values = {name: str(spec.get("Default", "")) for name, spec in template.get("Parameters", {}).items()}
     values.update(overrides or {})

@@ -6,6 +6,7 @@ checked on the wire against the running local stack. Nothing refused at the door
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import uuid
@@ -139,6 +140,9 @@ def _stale_clock() -> datetime:
         ("unknown key", "The security token included in the request is invalid."),
         ("wrong secret", "The request signature we calculated does not match"),
         ("tampered body", "The request signature we calculated does not match"),
+        # Issue 27 item 7: the signature covers the body received, whatever X-Amz-Content-SHA256 claims.
+        ("body other than the signed hash", "The request signature we calculated does not match"),
+        ("UNSIGNED-PAYLOAD", "The request signature we calculated does not match"),
         ("session without its token", "The security token included in the request is invalid."),
         ("no execute-api:Invoke", "is not authorized to perform: execute-api:Invoke on resource: arn:aws:execute-api:"),
         ("signed 6 minutes ago", "Signature expired"),
@@ -160,6 +164,13 @@ def test_requests_api_gateway_would_refuse_get_its_403(
     elif who == "tampered body":
         signed = door.signed("POST", "/jobs", body, headers)
         reply = door.send("POST", "/jobs", body.replace(b"refused", b"changed"), signed)
+    elif who == "body other than the signed hash":
+        claimed = [*headers, ("X-Amz-Content-SHA256", hashlib.sha256(body).hexdigest())]
+        signed = door.signed("POST", "/jobs", body, claimed)
+        reply = door.send("POST", "/jobs", body.replace(b"refused", b"changed"), signed)  # same length
+    elif who == "UNSIGNED-PAYLOAD":
+        signed = door.signed("POST", "/jobs", body, [*headers, ("X-Amz-Content-SHA256", "UNSIGNED-PAYLOAD")])
+        reply = door.send("POST", "/jobs", body.replace(b"refused", b"changed"), signed)
     elif who == "session without its token":
         session = session_of(door_state, new_role(door_state), "tokenless")
         reply = door.as_(Credentials(session.access_key, session.secret_key)).request("POST", "/jobs", body, headers)
@@ -174,3 +185,11 @@ def test_requests_api_gateway_would_refuse_get_its_403(
     assert message in reply.json["message"]
     assert set(reply.json) == {"message"}, "API Gateway's own answer, not the function's"
     assert _started(door_state) == before
+
+
+def test_a_signed_content_hash_that_matches_the_body_is_accepted(door: FrontDoorClient) -> None:
+    """The other side of issue 27 item 7: SDKs that send X-Amz-Content-SHA256 (signed, matching) still get in."""
+    body = json.dumps({"prompt": "a fox whose body was hashed"}).encode()
+    headers = [("Content-Type", "application/json"), ("X-Amz-Content-SHA256", hashlib.sha256(body).hexdigest())]
+    reply = door.request("POST", "/jobs", body, headers)
+    assert reply.status == 202, reply.body

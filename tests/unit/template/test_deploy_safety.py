@@ -31,7 +31,11 @@ RULE_FUNCTIONS = {
     "Fn::And", "Fn::Contains", "Fn::EachMemberEquals", "Fn::EachMemberIn", "Fn::Equals", "Fn::Not", "Fn::Or",
     "Fn::RefAll", "Fn::ValueOf", "Fn::ValueOfAll", "Ref",
 }  # fmt: skip
-DATA_RESOURCES = {"ArtifactsBucket", "InboxBucket", "JobsTable", "RelayTokenSecret", "AlarmTopicKey"}
+# Kinds of resource that hold data (or the key to it): each follows RetainData (issue 27 item 1). Not in the set, on
+# purpose: log groups (they expire by LogRetentionDays, and a retained group would collide with its fixed name on the
+# next deploy of the same stack) and queues (messages in flight, not data: every consumer's work is on a record).
+STATEFUL_TYPES = {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SecretsManager::Secret", "AWS::KMS::Key"}
+POLICIES = ("DeletionPolicy", "UpdateReplacePolicy")
 
 
 @pytest.fixture(scope="module")
@@ -245,10 +249,17 @@ def test_data_resources_are_retained_by_profile(sam: dict[str, Any]) -> None:
     assert sam["Transform"] == ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"]
     assert sam["Conditions"]["RetainDataOnDelete"] == {"Fn::Equals": [{"Ref": "RetainData"}, "true"]}
     assert sam["Parameters"]["RetainData"]["Default"] == "true"  # a stack deployed without a profile keeps its data
-    for logical in DATA_RESOURCES:
-        resource = sam["Resources"][logical]
-        for attribute in ("DeletionPolicy", "UpdateReplacePolicy"):
-            assert resource[attribute] == {"Fn::If": ["RetainDataOnDelete", "Retain", "Delete"]}, (logical, attribute)
+    stateful = {logical: r for logical, r in sam["Resources"].items() if r["Type"] in STATEFUL_TYPES}
+    assert {"BatchesTable", "WebhookSigningSecret", "JobsTable", "ArtifactsBucket", "InboxBucket"} <= set(stateful)
+    for logical, resource in stateful.items():
+        for attribute in POLICIES:
+            if "Condition" in resource:  # see the next test: a static policy, its reason in the template
+                assert resource.get(attribute) in ("Retain", "Delete"), (logical, attribute)
+            else:
+                assert resource.get(attribute) == {"Fn::If": ["RetainDataOnDelete", "Retain", "Delete"]}, (
+                    logical,
+                    attribute,
+                )
     config = tomllib.loads((ROOT / "samconfig.toml").read_text())
 
     def value(env: str) -> str:
@@ -256,6 +267,24 @@ def test_data_resources_are_retained_by_profile(sam: dict[str, Any]) -> None:
         return dict(i.split("=", 1) for i in items)["RetainData"]
 
     assert (value("dev"), value("prod")) == ("false", "true")
+
+
+def test_no_conditional_resource_has_an_intrinsic_deletion_policy(sam: dict[str, Any]) -> None:
+    """Issue 27 item 2: `DeletionPolicy: !If` on a resource with a Condition is reported to fail under
+    AWS::LanguageExtensions (CloudFormation language-discussion #124) and is not documented: every conditional
+    resource's policies are plain strings."""
+    conditional = {logical: r for logical, r in sam["Resources"].items() if "Condition" in r}
+    assert {"AlarmTopicKey", "RelayTokenSecret"} <= set(conditional)
+    offenders = [(logical, a) for logical, r in conditional.items() for a in POLICIES if isinstance(r.get(a), dict)]
+    assert offenders == []
+
+
+def test_destroy_reports_as_retained_exactly_what_follows_retain_data(sam: dict[str, Any]) -> None:
+    from omnireel_template import retained_by_retain_data
+
+    kept = retained_by_retain_data(sam)
+    assert {"BatchesTable", "WebhookSigningSecret", "JobsTable", "ArtifactsBucket", "InboxBucket"} <= kept
+    assert not kept & {"AlarmTopicKey", "RelayTokenSecret"}  # deleted in every profile
 
 
 def test_destroy_keeps_retained_data_and_empties_only_a_dev_stack() -> None:
@@ -340,3 +369,67 @@ def test_the_transformed_template_has_no_dependency_cycle() -> None:
     for logical in graph:
         if logical not in state:
             visit(logical, [])
+
+
+# ---------------------------------------------------------------- what Rules cannot compare (issue 27 item 4)
+def _comparisons(sam: dict[str, Any]) -> list[dict[str, Any]]:
+    return sam["Metadata"]["omnireel"]["ParameterComparisons"]
+
+
+def test_every_parameter_comparison_names_bounded_parameters_and_holds_for_the_defaults(sam: dict[str, Any]) -> None:
+    assert _comparisons(sam), "the heartbeat/timeout comparison is declared"
+    for rule in _comparisons(sam):
+        (operator,) = set(rule) - {"Why"}
+        for name in rule[operator]:
+            spec = sam["Parameters"][name]
+            assert spec["Type"] == "Number" and "MinValue" in spec and "MaxValue" in spec, name
+    assert cfn_rules.comparison_violations(sam, {}) == []
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    for env in ("dev", "prod"):
+        items = config[env]["deploy"]["parameters"]["parameter_overrides"]
+        assert cfn_rules.comparison_violations(sam, dict(i.split("=", 1) for i in items)) == [], env
+
+
+@pytest.mark.parametrize(("heartbeat", "timeout"), [("7200", "7200"), ("9000", "7200"), ("600", "300")])
+def test_a_heartbeat_not_below_the_callback_timeout_is_refused_naming_both(
+    sam: dict[str, Any], heartbeat: str, timeout: str
+) -> None:
+    params = {"VideoHeartbeatSeconds": heartbeat, "VideoCallbackTimeoutSeconds": timeout}
+    (problem,) = cfn_rules.comparison_violations(sam, params)
+    assert f"VideoHeartbeatSeconds={heartbeat}" in problem and f"VideoCallbackTimeoutSeconds={timeout}" in problem
+    assert (
+        cfn_rules.comparison_violations(sam, {**params, "VideoCallbackTimeoutSeconds": str(int(heartbeat) + 1)}) == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("VideoHeartbeatSeconds", "10"), ("VideoCallbackTimeoutSeconds", "999999")]
+)
+def test_callback_timing_parameters_are_bounded(sam: dict[str, Any], name: str, value: str) -> None:
+    assert any(name in p for p in cfn_rules.constraint_violations(sam, {name: value}))
+
+
+def test_the_local_stack_refuses_a_heartbeat_not_below_the_timeout_before_creating_anything() -> None:
+    from omnireel_local.provision import Provisioner, TemplateRulesFailed
+
+    provisioner = Provisioner("http://127.0.0.1:9", parameter_overrides={"VideoHeartbeatSeconds": "7200"})
+    with pytest.raises(
+        TemplateRulesFailed, match="VideoHeartbeatSeconds=7200 must be below VideoCallbackTimeoutSeconds"
+    ):
+        provisioner.run()
+
+
+def test_omnireel_preflight_refuses_a_heartbeat_not_below_the_timeout(tmp_path: Path) -> None:
+    """Through the CLI, as an operator runs it before `sam deploy` (offline: no AWS call)."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "from omnireel_cli.command import main; raise SystemExit(main())"]
+    args = ["preflight", "--region", "us-east-1", "--config-env", "prod", "--offline"]
+    bad = subprocess.run(
+        [*command, *args, "--parameter", "VideoHeartbeatSeconds=7200"], capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert "VideoHeartbeatSeconds=7200 must be below VideoCallbackTimeoutSeconds=7200" in bad.stdout + bad.stderr
+    good = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+    assert "parameter comparisons" in good.stdout and "VideoHeartbeatSeconds=" not in good.stdout

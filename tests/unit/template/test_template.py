@@ -75,10 +75,14 @@ def test_realtime_endpoints_have_their_own_instance_pools_in_priority_order(
 ) -> None:
     assert cfn["Parameters"][f"{kind}InstanceTypes"]["Default"].split(",") == defaults
     (variant,) = props(cfn, config)["ProductionVariants"]
-    assert "InstanceType" not in variant
-    pools = variant["InstancePools"]
-    assert pools[0] == {"InstanceType": {"Fn::Select": [0, {"Ref": f"{kind}InstanceTypes"}]}, "Priority": 1}
-    for index, entry in enumerate(pools[1:], start=1):
+    # One type: InstanceType and no pools; two to four: pools only (issue 27 item 3).
+    first = {"Fn::Select": [0, {"Ref": f"{kind}InstanceTypes"}]}
+    assert variant["InstanceType"] == {"Fn::If": [f"Has{kind}Pool2", {"Ref": "AWS::NoValue"}, first]}
+    condition, pools, absent = variant["InstancePools"]["Fn::If"]
+    assert (condition, absent) == (f"Has{kind}Pool2", {"Ref": "AWS::NoValue"})
+    assert pools[0] == {"InstanceType": first, "Priority": 1}
+    assert pools[1]["Priority"] == 2 and pools[1]["InstanceType"]["Fn::Select"][0] == 1  # present whenever pools are
+    for index, entry in enumerate(pools[2:], start=2):
         condition, pool, absent = entry["Fn::If"]
         assert condition == f"Has{kind}Pool{index + 1}"
         assert kind in str(cfn["Conditions"][condition])
