@@ -7,19 +7,18 @@ client (``boto3.client("s3")``), in the same kind of fresh interpreter with the 
 reported as a ratio to it (target: <= 1.3x), so a slower or busier machine moves both alike. Each child reports its
 wall time (the headline: Lambda's init is wall time) and its CPU time (less sensitive to other load on the machine).
 
-Two tracing conditions, side by side in the same run (template parameter ``XRaySdkTracing``):
-* ``SDK off`` - the default and the headline: ``omnireel.runtime.tracing.NoTracer``, ``aws_xray_sdk`` never imported;
-* ``SDK on`` - Powertools' Tracer created at import: the X-Ray SDK imported and botocore patched.
+No tracing SDK: the functions rely on Lambda active tracing (docs/decisions.md, 2026-12-03, "Tracing after the X-Ray
+SDK"; until then a second condition measured the X-Ray SDK on: git history).
 
 Each run is a fresh interpreter (.venv's Python 3.13) whose sys.path is the function's code directory and the
 layer's package (layers/omnireel) plus the layer's third-party packages (symlinks into .venv's site-packages: the same
 pinned versions). It times ``import handler`` - the handler's module-level work included (settings from env,
-Powertools Logger/Metrics, the tracer, the stores and the clients they create; creating a client makes no call). The
-environment mimics Lambda: LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME are set (so with the SDK on, Powertools'
-Tracer is enabled as on Lambda), the function's environment comes from template.yaml (parameter defaults, placeholders
-for resource names), and AWS_ENDPOINT_URL / AWS_XRAY_DAEMON_ADDRESS point at 127.0.0.1:9, so nothing reaches a network.
+Powertools Logger/Metrics, the stores and the clients they create; creating a client makes no call). The
+environment mimics Lambda: LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME are set, the function's environment comes
+from template.yaml (parameter defaults, placeholders for resource names), and AWS_ENDPOINT_URL /
+AWS_XRAY_DAEMON_ADDRESS point at 127.0.0.1:9, so nothing reaches a network.
 
-Two bytecode conditions (the second only with ``--nopyc``, SDK off):
+Two bytecode conditions (the second only with ``--nopyc``):
 * ``with .pyc`` - bytecode present and valid: what we ship (layers/omnireel/Makefile runs compileall).
 * ``no .pyc`` - a layer built with SAM's ``BuildMethod: python3.13`` (no ``__pycache__``; /opt is read-only, so
   every cold start compiles every module from source; simulated with an empty PYTHONPYCACHEPREFIX and
@@ -71,18 +70,14 @@ _BASE = "import boto3\nboto3.client('s3')\n"
 BASELINE_CHILD = _timed(_BASE)
 _POWERTOOLS = "from aws_lambda_powertools import Logger, Metrics\nLogger()\nMetrics()\n"
 # Probes that split the shared cost (each measured paired with the baseline, like a function): botocore alone (how the
-# functions create their clients: omnireel.aws.clients), Powertools' Logger + Metrics, those plus the Tracer as
-# omnireel.runtime.tracing creates it with the SDK on, msgspec (the records' and events' library: its import and a
-# struct converted, as a function does with its settings), a DynamoDB Table resource (what the stores used before the
-# low-level client), and more clients.
+# functions create their clients: omnireel.aws.clients), Powertools' Logger + Metrics, msgspec (the records' and
+# events' library: its import and a struct converted, as a function does with its settings), a DynamoDB Table
+# resource (what the stores used before the low-level client), and more clients.
 PROBES = {
     "(probe) botocore + one client": _timed(
         "import botocore.session\nbotocore.session.get_session().create_client('s3')"
     ),
     "(probe) baseline + Logger, Metrics": _timed(_BASE + _POWERTOOLS),
-    "(probe) baseline + Logger, Metrics, Tracer (X-Ray SDK on, botocore patched)": _timed(
-        _BASE + _POWERTOOLS + "from aws_lambda_powertools import Tracer\nTracer(patch_modules=['botocore'])"
-    ),
     "(probe) baseline + msgspec (import and one struct converted)": _timed(
         _BASE + "import msgspec\nclass Probe(msgspec.Struct):\n    x: int\nmsgspec.convert({'x': 1}, Probe)"
     ),
@@ -128,7 +123,7 @@ class Sample:
     stderr: str
 
 
-def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[str, str]:
+def child_env(name: str, pycache_prefix: str | None) -> dict[str, str]:
     assert SITE is not None
     site = str(SITE)
     env = {
@@ -136,8 +131,6 @@ def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "PYTHONPATH": os.pathsep.join([str(REPO / "functions" / name), str(REPO / "layers" / "omnireel"), site]),
         "PYTHONHASHSEED": "0",
-        # template parameter XRaySdkTracing (default "false"), read at import by omnireel.runtime.tracing.
-        "XRAY_SDK_TRACING": "true" if sdk else "false",
     }
     if pycache_prefix is not None:
         env["PYTHONPYCACHEPREFIX"] = pycache_prefix
@@ -145,7 +138,7 @@ def child_env(name: str, pycache_prefix: str | None, sdk: bool = False) -> dict[
     return env
 
 
-def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False, sdk: bool = False) -> Sample:
+def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False) -> Sample:
     """One fresh interpreter: the import of ``name``'s handler (or, for BASELINE, boto3 and one client)."""
     # -S: no site-packages (only the layer's packages, via PYTHONPATH); -s: no user site; a neutral cwd.
     code = BASELINE_CHILD if name == BASELINE else PROBES.get(name, CHILD)
@@ -153,7 +146,7 @@ def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False, s
     # The baseline and probes borrow api's paths and environment; they import nothing from the function directory.
     proc = subprocess.run(
         argv,
-        env=child_env("api" if name == BASELINE or name in PROBES else name, pycache_prefix, sdk),
+        env=child_env("api" if name == BASELINE or name in PROBES else name, pycache_prefix),
         cwd=tempfile.gettempdir(),
         capture_output=True,
         text=True,
@@ -166,12 +159,12 @@ def import_ms(name: str, pycache_prefix: str | None, importtime: bool = False, s
     return Sample(float(found.group(1)), float(found.group(2)), proc.stderr)
 
 
-def instructions(name: str, sdk: bool = False) -> int:
+def instructions(name: str) -> int:
     """User-space instructions of one fresh interpreter running ``name``'s child code (valgrind's cachegrind, no cache
     simulation): deterministic, so other load on the machine cannot move it. Interpreter start-up is included; the
     caller subtracts an empty interpreter's count."""
     code = {"(empty interpreter)": "pass", BASELINE: BASELINE_CHILD}.get(name) or PROBES.get(name, CHILD)
-    env = child_env("api" if name.startswith("(") else name, None, sdk)
+    env = child_env("api" if name.startswith("(") else name, None)
     with tempfile.TemporaryDirectory(prefix="omnireel-cachegrind-") as tmp:
         argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={tmp}/out"]
         proc = subprocess.run(
@@ -185,21 +178,14 @@ def instructions(name: str, sdk: bool = False) -> int:
 
 
 def instruction_table(names: list[str]) -> str:
-    """Instructions per function and probe as a ratio to the baseline's (SDK off; the SDK-on column for functions)."""
+    """Instructions per function and probe as a ratio to the baseline's."""
     empty = instructions("(empty interpreter)")
     base = instructions(BASELINE) - empty
-    rows = [f"| {BASELINE} | {base / 1e6:,.0f} | 1.00 | | |"]
+    rows = [f"| {BASELINE} | {base / 1e6:,.0f} | 1.00 |"]
     for name in [*PROBES, *names]:
-        off = instructions(name) - empty
-        on = (instructions(name, sdk=True) - empty) if name in names else None
-        rows.append(
-            f"| {name} | {off / 1e6:,.0f} | **{off / base:.2f}** | "
-            + (f"{on / 1e6:,.0f} | {on / base:.2f} |" if on is not None else "| |")
-        )
-    return (
-        "| function or probe | SDK off: M instructions | / baseline | SDK on: M instructions | / baseline |\n"
-        "|---|---|---|---|---|\n" + "\n".join(rows)
-    )
+        count = instructions(name) - empty
+        rows.append(f"| {name} | {count / 1e6:,.0f} | **{count / base:.2f}** |")
+    return "| function or probe | M instructions | / baseline |\n|---|---|---|\n" + "\n".join(rows)
 
 
 def heavy_imports(stderr: str, top: int = 6) -> list[tuple[str, float]]:
@@ -250,7 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 runs per function and condition; no write unless --out")
     parser.add_argument("--runs", type=int, default=None, help="fresh interpreters per function and condition (7)")
-    parser.add_argument("--nopyc", action="store_true", help="also measure without bytecode (SDK off; slower)")
+    parser.add_argument("--nopyc", action="store_true", help="also measure without bytecode (slower)")
     parser.add_argument("--out", default=None, help="file whose 'cold_start' section is replaced; '-' prints")
     parser.add_argument(
         "--instructions", action="store_true", help="also count instructions with valgrind (load-independent; slow)"
@@ -266,8 +252,9 @@ def main() -> None:
     names = functions()
     layer_zip, layer_raw, layer_files = zipped_size(BUILD / "DomainLayer")
     layer_pyc = sum(1 for _ in (BUILD / "DomainLayer").rglob("*.pyc"))
-    # results[name][condition]: wall ms per run; cpu[name][condition]: CPU ms per run. Conditions: "off" / "on" (the
-    # SDK), "nopyc" (off, no bytecode), and each one's paired baseline runs "base_off", "base_on", "base_nopyc".
+    # results[name][condition]: wall ms per run; cpu[name][condition]: CPU ms per run. Conditions: "off" (with .pyc:
+    # the name is from when an X-Ray SDK condition existed), "nopyc" (no bytecode), and each one's paired baseline
+    # runs "base_off", "base_nopyc".
     results: dict[str, dict[str, list[float]]] = {}
     cpu: dict[str, dict[str, list[float]]] = {}
     breakdown: dict[str, list[tuple[str, float]]] = {}
@@ -278,7 +265,7 @@ def main() -> None:
     ):
         SITE = layer_site(Path(site_dir) / "python")
         for name in [BASELINE, *PROBES, *names]:
-            import_ms(name, None, sdk=True)  # populate the bytecode cache (the SDK's modules too)
+            import_ms(name, None)  # populate the bytecode cache
 
         def record(name: str, condition: str, sample: Sample) -> None:
             results[name].setdefault(condition, []).append(sample.wall_ms)
@@ -291,9 +278,6 @@ def main() -> None:
             for _ in range(runs):
                 record(name, "base_off", import_ms(BASELINE, None))
                 record(name, "off", import_ms(name, None))
-                if name in names:
-                    record(name, "base_on", import_ms(BASELINE, None))
-                    record(name, "on", import_ms(name, None, sdk=True))
                 if args.nopyc and name in names:
                     record(name, "base_nopyc", import_ms(BASELINE, empty))
                     record(name, "nopyc", import_ms(name, empty))
@@ -324,29 +308,25 @@ def main() -> None:
         )
     rows.append(
         f"| {BASELINE} | {med(base_all)} | {med(base_all)} | {quantile(base_all, 0.9):.0f} | 1.00 | | "
-        f"{med(base_cpu_all)} ms | | | | |"
+        f"{med(base_cpu_all)} ms |"
     )
     heavy_rows.append(f"| {BASELINE} | " + ", ".join(f"{pkg} {ms:.0f}" for pkg, ms in breakdown[BASELINE]) + " |")
     ratios: dict[str, float] = {}
-    ratios_on: dict[str, float] = {}
     for name in names:
         r, c = results[name], cpu[name]
         ratios[name] = ratio(r["off"], r["base_off"]) or 0.0
-        ratios_on[name] = ratio(r["on"], r["base_on"]) or 0.0
         fn_dir = build_dir(name)
         fn_zip = zipped_size(fn_dir)[0] if fn_dir else zipped_size(REPO / "functions" / name)[0]
         ok = "met" if ratios[name] <= TARGET_RATIO else "**missed**"
         rows.append(
             f"| {name} | {med(r['base_off'])} | {med(r['off'])} | {quantile(r['off'], 0.9):.0f} | "
             f"{fmt(ratios[name], bold=True)} | {ok} | {fmt(ratio(c['off'], c['base_off']))} | "
-            f"{med(r['on'])} | {fmt(ratios_on[name])} | {fmt(ratio(c['on'], c['base_on']))} | "
             f"{fmt(ratio(r.get('nopyc'), r.get('base_nopyc')))} |"
         )
         heavy_rows.append(f"| {name} | " + ", ".join(f"{pkg} {ms:.0f}" for pkg, ms in breakdown[name]) + " |")
         rows[-1] += f" {fn_zip:,} | {(layer_zip + fn_zip) / 1e6:.1f} MB |"
-    rows[0] += " | |"
+    rows[0] += " | | |"  # no .pyc, function zip, layer+function zip
     met = sum(1 for value in ratios.values() if value <= TARGET_RATIO)
-    met_on = sum(1 for value in ratios_on.values() if value <= TARGET_RATIO)
     load = os.getloadavg()
     flags = "".join(f" --{flag}" for flag in ("quick", "nopyc", "instructions") if getattr(args, flag))
     command = f".venv/bin/python bench/cold_start.py{flags}"
@@ -356,24 +336,20 @@ Command: `{command}` ({runs} fresh interpreters per function and condition, each
 Machine: {machine()}. Date: {today()}. Run time: {time.perf_counter() - started:.0f} s. Build: {build_note}.
 Load average at the end: {load[0]:.1f} / {load[1]:.1f} (1 / 5 min; on a busy machine read the CPU-time ratios too).
 
-Import time of `functions/<name>/handler.py` (module-level work included: settings, Logger, Metrics, the tracer, the
+Import time of `functions/<name>/handler.py` (module-level work included: settings, Logger, Metrics, the
 stores and the clients they create; interpreter start-up excluded) next to the yardstick measured in the same run,
 `import boto3` + `boto3.client("s3")` (the least a Python Lambda that calls AWS does at init), as a ratio of medians.
-Lambda-like environment, nothing reaches a network. Two tracing conditions (template parameter `XRaySdkTracing`):
-**SDK off**, the default and the headline (`omnireel.runtime.tracing.NoTracer`: `aws_xray_sdk` is never imported;
-Lambda active tracing still records each invocation), and **SDK on** (Powertools' Tracer created at import: the X-Ray
-SDK imported and botocore patched). Bytecode present is what we ship: `layers/omnireel/Makefile`
-(`BuildMethod: makefile`) precompiles the layer ({layer_files:,} files, {layer_pyc} `.pyc`); "no .pyc" (only with
-`--nopyc`) is the code as SAM's `BuildMethod: python3.13` would ship it (/opt is read-only: every cold start would
-compile every module).
+Lambda-like environment, nothing reaches a network. No tracing SDK is loaded (Lambda active tracing records each
+invocation; docs/decisions.md, "Tracing after the X-Ray SDK"). Bytecode present is what we ship:
+`layers/omnireel/Makefile` (`BuildMethod: makefile`) precompiles the layer ({layer_files:,} files, {layer_pyc}
+`.pyc`); "no .pyc" (only with `--nopyc`) is the code as SAM's `BuildMethod: python3.13` would ship it (/opt is
+read-only: every cold start would compile every module).
 
-**Result (SDK off, the default): {met} of {len(names)} functions within {TARGET_RATIO}x the baseline** (with the SDK on:
-{met_on} of {len(names)}).
+**Result: {met} of {len(names)} functions within {TARGET_RATIO}x the baseline.**
 
-| function | baseline p50 ms (its paired runs) | SDK off: import p50 ms | p90 | / baseline | target <= {TARGET_RATIO}x \
-| CPU time / baseline | SDK on: import p50 ms | / baseline | CPU time / baseline | no .pyc / baseline \
-| function zip bytes | layer+function zip |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| function | baseline p50 ms (its paired runs) | import p50 ms | p90 | / baseline | target <= {TARGET_RATIO}x \
+| CPU time / baseline | no .pyc / baseline | function zip bytes | layer+function zip |
+|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 Layer `.aws-sam/build/DomainLayer` (arm64 wheels): {layer_zip / 1e6:.1f} MB zipped, {layer_raw / 1e6:.1f} MB unzipped
@@ -386,14 +362,14 @@ What the shared pieces cost, each probe paired with the baseline like a function
 {chr(10).join(probe_rows)}
 
 {INSTRUCTIONS_NOTE + chr(10) + chr(10) + counted + chr(10) + chr(10) if counted else ""}\
-Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc, SDK off; `handler`
+Heaviest imports per function (self time in ms by top-level package, `-X importtime`, with .pyc; `handler`
 is the module's own top-level work: settings, stores, client creation):
 
 | function | packages |
 |---|---|
 {chr(10).join(heavy_rows)}
 
-Target: each function's import <= {TARGET_RATIO}x the baseline's, with .pyc, SDK off. A Lambda at 512 MB gets a fraction
+Target: each function's import <= {TARGET_RATIO}x the baseline's, with .pyc. A Lambda at 512 MB gets a fraction
 of a vCPU (arm64), so absolute times here are a proxy: confirm with `Init Duration` in the REPORT lines of CloudWatch
 Logs after a deploy.
 """

@@ -56,7 +56,7 @@ SLOWEST_FIRST = (
     "tests/e2e/test_supervisor.py",
     "tests/e2e/test_batches.py",
     "tests/integration/pipeline/test_entry_points.py",
-    "tests/unit/template/test_xray_sdk_switch.py",
+    "tests/unit/template/test_cold_path_imports.py",
     "tests/e2e/test_invoke.py",
     "tests/e2e/test_cli.py",
     "tests/integration/test_sam_build.py",

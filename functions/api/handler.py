@@ -49,7 +49,7 @@ from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import check_webhook_url, parse_job_request_json
 from omnireel.jobs.submission import submit_job
 from omnireel.runtime.handler import lambda_handler
-from omnireel.runtime.observability import MetricUnit, metrics, tracer
+from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import ApiSettings
 from omnireel.webhooks.signing import secret_view
 from omnireel.webhooks.target import resolve_target
@@ -96,7 +96,6 @@ def _caller() -> str:
 
 
 @app.post("/jobs")
-@tracer.capture_method
 def create_job() -> Response:
     key = _idempotency_key()
     body = _body()
@@ -133,14 +132,12 @@ def _visible_job(job_id: str) -> Job:
 
 
 @app.get("/jobs/<job_id>")
-@tracer.capture_method
 def get_job(job_id: str) -> Response:
     job = _visible_job(job_id)
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
 
 
 @app.get("/jobs")
-@tracer.capture_method
 def list_caller_jobs() -> Response:
     status, limit, cursor = parse_list_query(app.current_event.query_string_parameters)
     page, next_cursor = list_jobs(_caller(), status, limit, cursor, jobs=jobs)
@@ -149,7 +146,6 @@ def list_caller_jobs() -> Response:
 
 
 @app.delete("/jobs/<job_id>")
-@tracer.capture_method
 def delete_job(job_id: str) -> Response:
     job = _visible_job(job_id)
     if job.owner is None:  # a dropped file's job is visible to every caller and cancellable by none
@@ -163,7 +159,6 @@ def delete_job(job_id: str) -> Response:
 
 
 @app.get("/webhooks/secret")
-@tracer.capture_method
 def webhook_secret() -> Response:
     """The caller's own whsec_ secret (derived from the master key and the caller's scope): it signs the deliveries of
     the caller's jobs and batches, and no other caller's (Standard Webhooks). During a rotation's grace period, also
@@ -173,7 +168,6 @@ def webhook_secret() -> Response:
 
 
 @app.post("/batches")
-@tracer.capture_method
 def create_batch() -> Response:
     if batches is None:
         raise BatchNotFound("batches are not enabled on this stack", code="NotFound")
@@ -208,7 +202,6 @@ def create_batch() -> Response:
 
 
 @app.get("/batches/<batch_id>")
-@tracer.capture_method
 def get_batch(batch_id: str) -> Response:
     found = batch_store.find(batch_id) if batch_store and _JOB_ID.match(batch_id) else None
     # As for jobs: an API batch is visible to its submitter only; another caller gets the same 404 as an unknown id.

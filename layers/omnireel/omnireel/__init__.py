@@ -10,7 +10,7 @@ Folders are capabilities, so a feature is found by its folder:
 - ``media/``: the model containers' wire contracts: image and video requests, the reference image, output checks, the
   async notification;
 - ``core/``: shared by all of them: typed errors, bounded text, record structs, the caller scope;
-- ``runtime/``: what every Lambda function's runtime shares: settings, observability, tracing, step errors;
+- ``runtime/``: what every Lambda function's runtime shares: settings, observability, the handler decorators;
 - ``aws/``: the AWS adapters (the only place botocore is imported; boto3 is not imported at all).
 
 Across the folders, every module belongs to exactly one of four layers; an arrow is "may import". The list below is
@@ -38,9 +38,8 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``webhooks.dispatch`` (one queued event -> one recorded attempt), ``webhooks.signing`` (which secrets sign a
   delivery).
 - **Lambda runtime** (shared by the handlers in ``functions/``; -> models and rules, runtime): ``runtime.settings``
-  (typed environment), ``runtime.observability`` (Logger, Metrics, the tracer), ``runtime.tracing`` (the X-Ray SDK or
-  a no-op: XRAY_SDK_TRACING), ``runtime.handler`` (every handler's decorator stack; a step's input, and its errors
-  -> state machine errors).
+  (typed environment), ``runtime.observability`` (Logger, Metrics), ``runtime.handler`` (every handler's decorator
+  stack; a step's input, and its errors -> state machine errors).
 
 Handlers in ``functions/`` parse input, call one use case and map errors. Product code (``functions/``, ``layers/``,
 ``relay/``) never imports the local stack (``omnireel_local``) or the CLI (``omnireel_cli``).

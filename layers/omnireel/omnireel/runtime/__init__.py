@@ -1,1 +1,1 @@
-"""What every Lambda function's runtime shares: typed settings, observability, tracing and the step error mapping."""
+"""What every Lambda function's runtime shares: typed settings, observability and the handler decorators."""

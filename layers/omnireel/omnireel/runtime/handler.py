@@ -1,8 +1,8 @@
 """What every handler in ``functions/`` shares: one decorator stack (``lambda_handler``), and for the state machine's
 steps their input and the error mapping (domain errors become the state machine's step errors).
 
-``@lambda_handler()`` is Powertools' Logger context (cleared per invocation), the tracer's handler capture and the
-Metrics flush, in that order (outermost first); ``@lambda_handler(stage="x")`` adds ``step_errors("x")`` innermost, so
+``@lambda_handler()`` is Powertools' Logger context (cleared per invocation) and the Metrics flush, in that order
+(outermost first); ``@lambda_handler(stage="x")`` adds ``step_errors("x")`` innermost, so
 a step's failure is logged and counted before it leaves as a step error.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar, cast
 import msgspec
 
 from omnireel.core.errors import OmnireelError, StepError, as_step_error
-from omnireel.runtime.observability import MetricUnit, logger, metrics, tracer
+from omnireel.runtime.observability import MetricUnit, logger, metrics
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,7 +28,6 @@ def lambda_handler(*, stage: str | None = None, correlation_id_path: str | None 
     def decorate(func: F) -> F:
         wrapped: Any = step_errors(stage)(func) if stage else func
         wrapped = metrics.log_metrics(wrapped)
-        wrapped = tracer.capture_lambda_handler(wrapped)
         wrapped = logger.inject_lambda_context(wrapped, correlation_id_path=correlation_id_path, clear_state=True)
         return cast(F, wrapped)
 

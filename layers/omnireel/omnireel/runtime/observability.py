@@ -1,9 +1,9 @@
-"""The one observability module: Powertools Logger, Metrics and the tracer shared by every function.
+"""The one observability module: Powertools Logger and Metrics shared by every function.
 
 Service name and metrics namespace come from the standard Powertools variables
-(POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE) set in template.yaml. The tracer is Powertools' Tracer (the
-X-Ray SDK, botocore patched) only with XRAY_SDK_TRACING=true, else a no-op with the same decorators:
-omnireel.runtime.tracing.
+(POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE) set in template.yaml. Tracing is Lambda's and Step Functions'
+active tracing (template ``Tracing: Active``), with no tracing SDK in the functions (docs/decisions.md, 2026-12-03,
+"Tracing after the X-Ray SDK").
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from contextlib import contextmanager
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from omnireel.runtime.tracing import make_tracer
-
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "omnireel"))
-tracer = make_tracer(os.environ.get("POWERTOOLS_SERVICE_NAME", "omnireel"))
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "omnireel"))
 
-__all__ = ["MetricUnit", "logger", "metrics", "stage_duration", "tracer"]
+__all__ = ["MetricUnit", "logger", "metrics", "stage_duration"]
 
 
 @contextmanager

@@ -1,9 +1,9 @@
-"""The X-Ray SDK is off by default (template parameter ``XRaySdkTracing``): no handler imports ``aws_xray_sdk``.
+"""What each handler's import loads (its cold path), imported in a fresh Lambda-like interpreter with its environment
+from template.yaml (parameter defaults; ``LAMBDA_TASK_ROOT`` set).
 
-Each handler is imported in a fresh interpreter with its environment from template.yaml (parameter defaults) in a
-Lambda-like environment (``LAMBDA_TASK_ROOT`` set and ``POWERTOOLS_TRACE_DISABLED`` unset, so Powertools' Tracer
-would be enabled if it were created). With the parameter on, the same import creates Powertools' Tracer, enabled,
-with botocore patched. ``omnireel.runtime.tracing`` is the one place that decides; the decorators work either way.
+No tracing SDK (docs/decisions.md, 2026-12-03, "Tracing after the X-Ray SDK"): the functions rely on Lambda active
+tracing, so no handler imports ``aws_xray_sdk`` or OpenTelemetry; the clients every call uses are created at import;
+what the cold path dropped stays dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from omnireel.runtime.tracing import ENV, NoTracer, make_tracer, xray_sdk_enabled
 from omnireel_template import (
     function_environment,
     function_folder,
@@ -40,15 +39,11 @@ def create_client(self, service_name, *args, **kwargs):
     return _create(self, service_name, *args, **kwargs)
 botocore.session.Session.create_client = create_client
 import handler
-from omnireel.runtime.observability import tracer  # the one tracer every handler shares
-state = {"sdk_modules": sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"),
-         "tracer": type(tracer).__module__ + "." + type(tracer).__name__, "disabled": bool(tracer.disabled),
-         "clients": sorted(set(created)), "packages": sorted({m.split(".")[0] for m in sys.modules})}
-if state["sdk_modules"]:
-    from aws_xray_sdk.core import patcher
-    state["patched"] = sorted(patcher._PATCHED_MODULES)
+state = {"clients": sorted(set(created)), "packages": sorted({m.split(".")[0] for m in sys.modules})}
 print("STATE " + json.dumps(state))
 """
+# Tracing SDKs no function may load (Lambda active tracing is the tracing story).
+TRACING_SDKS = {"aws_xray_sdk", "opentelemetry"}
 
 
 def import_handler(folder: str, parameters: dict[str, str] | None = None) -> dict[str, object]:
@@ -66,13 +61,14 @@ def import_handler(folder: str, parameters: dict[str, str] | None = None) -> dic
     return json.loads(line.removeprefix("STATE "))
 
 
-def test_the_parameter_defaults_to_off_and_reaches_every_function() -> None:
-    parameter = TEMPLATE["Parameters"]["XRaySdkTracing"]
-    assert parameter["Default"] == "false" and parameter["AllowedValues"] == ["false", "true"]
-    assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"  # Lambda's own segment stays on either way
-    assert TEMPLATE["Globals"]["Function"]["Environment"]["Variables"][ENV] == {"Ref": "XRaySdkTracing"}
+def test_tracing_is_lambda_active_tracing_with_no_sdk_switch() -> None:
+    assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"
+    assert TEMPLATE["Resources"]["PipelineStateMachine"]["Properties"]["Tracing"] == {"Enabled": True}
+    assert "XRaySdkTracing" not in TEMPLATE["Parameters"]
     for folder, logical in LOGICAL_BY_FOLDER.items():
-        assert function_environment(TEMPLATE, logical)[ENV] == "false", folder
+        assert "XRAY_SDK_TRACING" not in function_environment(TEMPLATE, logical), folder
+    requirements = (ROOT / "layers" / "omnireel" / "requirements.txt").read_text()
+    assert "aws-xray-sdk" not in requirements and "[tracer]" not in requirements  # not even shipped in the layer
 
 
 @pytest.fixture(scope="module")
@@ -82,48 +78,9 @@ def default_imports() -> dict[str, dict[str, object]]:
 
 
 @pytest.mark.parametrize("folder", function_folders())
-def test_by_default_no_handler_imports_the_xray_sdk(folder: str, default_imports: dict[str, dict[str, object]]) -> None:
-    state = default_imports[folder]
-    assert state["sdk_modules"] == [], f"{folder} imports the X-Ray SDK with XRaySdkTracing=false"
-    assert state["tracer"] == "omnireel.runtime.tracing.NoTracer"
-
-
-def test_with_the_parameter_on_the_tracer_is_active_and_patches_botocore() -> None:
-    state = import_handler("publish_event", {"XRaySdkTracing": "true"})
-    assert state["tracer"] == "aws_lambda_powertools.tracing.tracer.Tracer"
-    assert state["disabled"] is False
-    assert "aws_xray_sdk.core" in state["sdk_modules"]
-    assert state["patched"] == ["botocore"]
-
-
-def test_the_switch_reads_true_or_false_only() -> None:
-    assert xray_sdk_enabled({}) is False
-    assert xray_sdk_enabled({ENV: "false"}) is False
-    assert xray_sdk_enabled({ENV: " TRUE "}) is True
-    with pytest.raises(RuntimeError, match=ENV):
-        xray_sdk_enabled({ENV: "yes"})
-
-
-def test_the_no_op_tracer_keeps_every_decorator_form_and_adds_nothing() -> None:
-    tracer = make_tracer("probe", {ENV: "false"})
-    assert isinstance(tracer, NoTracer)
-
-    def handler(event: dict[str, int], context: object) -> int:
-        return event["n"]
-
-    def method(x: int) -> int:
-        return x + 1
-
-    # Bare and with arguments, as Powertools' Tracer takes them: the function itself comes back (no wrapper).
-    assert tracer.capture_lambda_handler(handler) is handler
-    assert tracer.capture_lambda_handler(capture_response=False)(handler) is handler
-    assert tracer.capture_method(method) is method
-    assert tracer.capture_method(capture_response=False, capture_error=True)(method) is method
-    assert handler({"n": 2}, None) == 2 and method(1) == 2
-    tracer.put_annotation("job_id", "j-1")
-    tracer.put_metadata("k", {"v": 1}, namespace="omnireel")
-    tracer.patch(["botocore"])
-    assert tracer.disabled is True
+def test_no_handler_imports_a_tracing_sdk(folder: str, default_imports: dict[str, dict[str, object]]) -> None:
+    packages = set(default_imports[folder]["packages"])  # type: ignore[arg-type]
+    assert packages & TRACING_SDKS == set(), f"{folder} imports {sorted(packages & TRACING_SDKS)}"
 
 
 # The clients each function uses on every call (the rule of issue 11: they are created at import, so the cold-start
