@@ -403,7 +403,8 @@ def test_a_heartbeat_not_below_the_callback_timeout_is_refused_naming_both(
 
 
 @pytest.mark.parametrize(
-    ("name", "value"), [("VideoHeartbeatSeconds", "0"), ("VideoCallbackTimeoutSeconds", "999999"), ("VideoCallbackTimeoutSeconds", "1")]
+    ("name", "value"),
+    [("VideoHeartbeatSeconds", "0"), ("VideoCallbackTimeoutSeconds", "999999"), ("VideoCallbackTimeoutSeconds", "1")],
 )
 def test_callback_timing_parameters_are_bounded(sam: dict[str, Any], name: str, value: str) -> None:
     assert any(name in p for p in cfn_rules.constraint_violations(sam, {name: value}))
