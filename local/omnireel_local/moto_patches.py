@@ -484,6 +484,32 @@ def apply(
 
     SageMakerModelBackend.create_endpoint = create_endpoint
 
+    # 14b. SageMaker DeleteEndpoint: moto removes the endpoint at once, so a script's delete-wait never polls. AWS
+    #    passes through ``Deleting`` (DescribeEndpoint answers it; the runtime no longer serves it) before
+    #    DescribeEndpoint answers ValidationError. The hosting shim keeps it Deleting for a bounded time.
+    original_delete_endpoint = SageMakerModelBackend.delete_endpoint
+
+    def delete_endpoint(self: Any, endpoint_name: str) -> None:
+        endpoint = self.endpoints.get(endpoint_name)
+        if endpoint is None:
+            return original_delete_endpoint(self, endpoint_name)  # ValidationError "Could not find endpoint"
+        if endpoint.endpoint_status == "Deleting":
+            return None  # already on its way out (AWS's answer to a second delete is not documented)
+
+        def set_status(status: str, reason: str | None = None) -> None:
+            endpoint.endpoint_status = status
+            endpoint.failure_reason = reason
+            endpoint.last_modified_time = utcnow()
+
+        def finish() -> None:
+            if self.endpoints.get(endpoint_name) is endpoint:
+                original_delete_endpoint(self, endpoint_name)
+
+        hosting.endpoint_deleting(endpoint_name, set_status, finish)
+        return None
+
+    SageMakerModelBackend.delete_endpoint = delete_endpoint
+
     # 15. Lambda SQS event source mappings: moto delivers inline, inside SendMessage (the sender blocks for the
     #    consumer's whole run, one message per invocation, no partial batch responses, no MaximumConcurrency). The
     #    mapping is created as moto stores it (Get/ListEventSourceMappings work) but detached from the queue, and the

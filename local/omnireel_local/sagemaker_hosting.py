@@ -61,6 +61,17 @@ DLC_IMAGE = re.compile(
     r"^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/vllm:omni-sagemaker-cuda-v1\.[56](@sha256:[0-9a-f]{64})?$"
 )
 BRING_UP_TIMEOUT_S = 120.0  # a local emulator starts in seconds; AWS's own limit is ContainerStartupHealthCheckTimeout
+# DeleteEndpoint: the endpoint stays ``Deleting`` (DescribeEndpoint answers it, the data plane no longer serves it)
+# for this long, then DescribeEndpoint answers ValidationError "Could not find endpoint" - so a script's delete-wait
+# (botocore's ``endpoint_deleted`` waiter) really polls. AWS takes minutes; a bound, not a duration to reproduce.
+DELETING_S = 2.0
+# The statuses in which SageMaker's runtime serves an endpoint (DescribeEndpoint's EndpointStatus documentation):
+# InService; Updating / SystemUpdating / RollingBack keep serving on the current fleet ("there is no availability
+# loss", UpdateEndpoint); UpdateRollbackFailed is "in service with a mix of the old and new endpoint configurations".
+# Creating (not yet), Deleting (going), Failed ("DeleteEndpoint is the only operation that can be performed on a
+# failed endpoint") and OutOfService ("not available to take incoming requests") are not served: the runtime answers
+# them as it answers an endpoint it does not know, ValidationError "Endpoint <name> of account <id> not found.".
+SERVING_STATUSES = frozenset({"InService", "Updating", "SystemUpdating", "RollingBack", "UpdateRollbackFailed"})
 _TYPE = "x-amzn-ErrorType"
 
 
@@ -212,14 +223,27 @@ class SageMakerHosting:
         set_status("InService")
         log.info("endpoint %s: InService (model %s created outside the template, emulator %s)", name, model_name, url)
 
+    def endpoint_deleting(self, name: str, set_status: Callable[..., None], finish: Callable[[], None]) -> None:
+        """DeleteEndpoint (moto_patches): ``Deleting`` now, gone (``finish``) after ``DELETING_S``."""
+        set_status("Deleting")
+
+        def later() -> None:
+            if not self._closed.wait(DELETING_S):
+                finish()
+                log.info("endpoint %s: deleted", name)
+
+        threading.Thread(target=later, name=f"delete-{name}", daemon=True).start()
+
     def _endpoint(self, name: str) -> _Endpoint | None:
         """Endpoint -> endpoint config -> first production variant's model and its execution role, as they stand now
-        (None: no such endpoint, or its config or model is gone)."""
+        (None: no such endpoint, one the runtime does not serve in its status, or its config or model is gone)."""
         from moto.sagemaker.exceptions import ValidationError
         from moto.sagemaker.models import sagemaker_backends
 
         backend = sagemaker_backends[self.account_id][self.region]
         endpoint = backend.endpoints.get(name)
+        if endpoint is not None and endpoint.endpoint_status not in SERVING_STATUSES:
+            return None
         config = endpoint and backend.endpoint_configs.get(endpoint.endpoint_config_name)
         if not config or not config.production_variants:
             return None

@@ -122,6 +122,15 @@ def test_a_dlc_model_created_outside_the_template_is_creating_then_served(
     assert refused.value.response["Error"]["Code"] == "ValidationError"
     assert f"Endpoint {name} of account" in refused.value.response["Error"]["Message"]
 
+    # Issue 27 item 10: DeleteEndpoint passes through Deleting, as on AWS (moto removed it at once, so a script's
+    # delete-wait never polled); the waiter's own polling ends it, bounded.
+    assert sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "Deleting"
+    sm.get_waiter("endpoint_deleted").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+    with pytest.raises(ClientError) as gone:
+        sm.describe_endpoint(EndpointName=name)
+    assert gone.value.response["Error"]["Code"] == "ValidationException"  # the control plane's spelling
+    assert "Could not find endpoint" in gone.value.response["Error"]["Message"]
+
 
 def test_a_model_with_another_image_fails_with_a_reason_instead_of_in_service(
     stack: LocalStack, deployer: dict[str, Any]
@@ -134,6 +143,22 @@ def test_a_model_with_another_image_fails_with_a_reason_instead_of_in_service(
     described = sm.describe_endpoint(EndpointName=name)
     assert described["EndpointStatus"] == "Failed"
     assert "vLLM-Omni DLC" in described["FailureReason"] and "my-own-server" in described["FailureReason"]
+
+    # Issue 27 item 10: SageMaker's runtime does not serve a Failed endpoint and answers as for one it does not know
+    # (the local stack answered 503 ServiceUnavailable, which botocore retries and a caller reads as "try later").
+    runtime = _client(stack, "sagemaker-runtime", deployer)
+    for invoke in (
+        lambda: runtime.invoke_endpoint(EndpointName=name, Body=b"{}", ContentType="application/json"),
+        lambda: runtime.invoke_endpoint_async(EndpointName=name, InputLocation="s3://any-bucket/any-key"),
+    ):
+        with pytest.raises(ClientError) as refused:
+            invoke()
+        assert refused.value.response["Error"]["Code"] == "ValidationError"
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        expected = f"Endpoint {name} of account {homedir.ACCOUNT_ID} not found."
+        assert refused.value.response["Error"]["Message"] == expected
+    sm.delete_endpoint(EndpointName=name)  # the only operation a Failed endpoint allows
+    sm.get_waiter("endpoint_deleted").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
 
 
 def test_the_template_endpoints_are_in_service(stack: LocalStack) -> None:

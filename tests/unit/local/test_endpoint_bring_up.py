@@ -6,6 +6,7 @@ tests/e2e/test_adhoc_endpoints.py."""
 
 from __future__ import annotations
 
+import json
 import queue
 from collections.abc import Iterator
 from typing import Any
@@ -106,4 +107,70 @@ def test_an_emulator_that_does_not_start_fails_the_endpoint() -> None:
     assert statuses.next() == ("Creating", None)
     status, reason = statuses.next()
     assert status == "Failed" and "did not pass its health check" in (reason or "")
+    hosting.shutdown()
+
+
+# ---------------------------------------------------------------- issue 27 item 10: which statuses the runtime serves
+def _moto_endpoint(status: str) -> Any:
+    """An endpoint in moto's SageMaker backend (moto marks it InService), then moved to ``status``."""
+    import boto3
+
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    sm.create_model(ModelName="m", PrimaryContainer={"Image": DLC}, ExecutionRoleArn="arn:aws:iam::123456789012:role/r")
+    sm.create_endpoint_config(
+        EndpointConfigName="c",
+        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": "m", "InstanceType": "ml.m5.large",
+                             "InitialInstanceCount": 1}],
+    )  # fmt: skip
+    sm.create_endpoint(EndpointName="e", EndpointConfigName="c")
+    from moto.sagemaker.models import sagemaker_backends
+
+    endpoint = sagemaker_backends["123456789012"]["us-east-1"].endpoints["e"]
+    endpoint.endpoint_status = status
+    return endpoint
+
+
+# Every EndpointStatus of the SageMaker API model, so a status added there cannot slip past this table.
+def _all_statuses() -> list[str]:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return list(model.shape_for("EndpointStatus").enum)
+
+
+@pytest.mark.parametrize("status", _all_statuses())
+def test_the_runtime_serves_an_endpoint_only_in_a_serving_status(status: str) -> None:
+    from moto import mock_aws
+
+    from omnireel_local.sagemaker_hosting import SERVING_STATUSES
+
+    with mock_aws():
+        _moto_endpoint(status)
+        hosting = _hosting()
+        hosting.attach("m", "http://127.0.0.1:9")  # discard port: a served endpoint reaches it and fails to connect
+        try:
+            code, headers, body = hosting.invoke("e", b"{}", {"Content-Type": "application/json"})
+            async_code, async_headers, async_body = hosting.invoke_async(
+                "e", {"X-Amzn-SageMaker-InputLocation": "s3://b/k"}
+            )
+        finally:
+            hosting.shutdown()
+    not_found = "Endpoint e of account 123456789012 not found."
+    if status in SERVING_STATUSES:
+        assert (code, not_found in str(body)) == (503, False)  # reached the (absent) container
+    else:
+        assert (code, headers.get("x-amzn-ErrorType"), json.loads(str(body))["Message"]) == (
+            400, "ValidationError", not_found
+        )  # fmt: skip
+        assert (async_code, async_headers.get("x-amzn-ErrorType")) == (400, "ValidationError")
+        assert json.loads(async_body)["Message"] == not_found
+
+
+def test_delete_passes_through_deleting_before_the_endpoint_is_gone() -> None:
+    hosting, statuses = _hosting(), Statuses()
+    finished: queue.Queue[bool] = queue.Queue()
+    hosting.endpoint_deleting("e", statuses, lambda: finished.put(True))
+    assert statuses.next() == ("Deleting", None)
+    assert finished.empty()  # not at once
+    assert finished.get(timeout=WAIT_S) is True
     hosting.shutdown()
