@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from . import control, images, speech, speech_stream, videos
+from . import chat, control, images, speech, speech_stream, videos
 from .config import EmulatorConfig
 from .errors import EXCEPTION_HANDLERS, EmulatorError, error_response
 from .faults import FaultInjector
@@ -91,6 +91,7 @@ def create_app(config: EmulatorConfig | None = None) -> Starlette:
         Route("/health", health, methods=["GET"]),
         Route("/invocations", invocations, methods=["POST"]),
         Route("/v1/images/generations", images.generate_images, methods=["POST"]),
+        Route("/v1/chat/completions", chat.create_chat_completion, methods=["POST"]),
         Route("/v1/videos/sync", videos.create_video_sync, methods=["POST"]),
         Route("/v1/videos", videos.create_video, methods=["POST"]),
         Route("/v1/videos", videos.list_videos, methods=["GET"]),

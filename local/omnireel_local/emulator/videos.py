@@ -2,8 +2,10 @@
 
 Both take ``multipart/form-data`` parsed with Starlette's ``request.form()`` at its default limits, exactly as the real
 FastAPI server does (a non-file part over 1 MiB gives Starlette's 400 "Part exceeded maximum size of 1024KB.").
-The MP4 is real H.264 (libx264, yuv420p) with exactly ``num_frames`` frames at ``fps``, animated from the reference
-image (slow zoom + pan + hue drift) or, without one, from a prompt-derived picture.
+The MP4 is real H.264 (libx264, yuv420p) at ``fps``, animated from the reference image (slow zoom + pan + hue drift) or,
+without one, from a prompt-derived picture. Its geometry is what vLLM-Omni 0.26.0's Wan pipelines render: width and
+height rounded down to a multiple of 16, a frame count not of the form 4k+1 made ``4 * (n // 4) + 1``
+(``wan_frame_geometry``).
 """
 
 from __future__ import annotations
@@ -196,21 +198,50 @@ def _decode_media_bytes(data: bytes, field_name: str) -> Image.Image:
     raise EmulatorError(400, f"{field_name}: could not decode the data as an image or a video")
 
 
+SPATIAL_MULTIPLE = 16  # Wan pipelines: vae_scale_factor_spatial (8) x 2
+TEMPORAL_FACTOR = 4  # Wan VAE's vae_scale_factor_temporal: frame counts are 4k+1
+
+
+def wan_frame_geometry(width: int, height: int, num_frames: int) -> tuple[int, int, int]:
+    """What vLLM-Omni 0.26.0's Wan pipelines make of a request (``pipeline_wan2_2_vace.py`` ``forward``): width and
+    height rounded *down* to a multiple of 16; a frame count that is not 4k+1 becomes ``4 * (n // 4) + 1``
+    (16 -> 17, 18 -> 17, 2 -> 1), at least 1. No error: the server renders the rounded geometry."""
+    width = width // SPATIAL_MULTIPLE * SPATIAL_MULTIPLE
+    height = height // SPATIAL_MULTIPLE * SPATIAL_MULTIPLE
+    if num_frames % TEMPORAL_FACTOR != 1:
+        num_frames = num_frames // TEMPORAL_FACTOR * TEMPORAL_FACTOR + 1
+    return width, height, max(num_frames, 1)
+
+
 def resolve_params(req: VideoGenerationRequest, state: EmulatorState) -> VideoParams:
-    """``resolve_video_params``: size overrides width/height, fps defaults to 24, num_frames from seconds*fps."""
+    """``resolve_video_params`` (size overrides width/height, fps defaults to 24, num_frames from seconds*fps), then
+    the Wan pipeline's rounding (``wan_frame_geometry``)."""
+    return video_params(state, req.width, req.height, req.size, req.num_frames, req.seconds, req.fps, req.seed)
+
+
+def video_params(
+    state: EmulatorState,
+    width: int | None,
+    height: int | None,
+    size: str | None,
+    num_frames: int | None,
+    seconds: str | None,
+    fps: int | None,
+    seed: int | None,
+) -> VideoParams:
     config = state.config
-    width, height = req.width, req.height
-    if req.size:
-        width, height = (int(v) for v in req.size.split("x"))
-    width = width or DEFAULT_WIDTH
-    height = height or DEFAULT_HEIGHT
-    fps = req.fps or DEFAULT_FPS
-    num_frames = req.num_frames
+    if size:
+        width, height = (int(v) for v in size.split("x"))
+    fps = fps or DEFAULT_FPS
     if num_frames is None:
-        num_frames = int(req.seconds) * fps if req.seconds else DEFAULT_NUM_FRAMES
-    if width % 2 or height % 2:
+        num_frames = int(seconds) * fps if seconds else DEFAULT_NUM_FRAMES
+    asked = f"{width or DEFAULT_WIDTH}x{height or DEFAULT_HEIGHT}"
+    width, height, num_frames = wan_frame_geometry(width or DEFAULT_WIDTH, height or DEFAULT_HEIGHT, num_frames)
+    if not width or not height:
+        # The real pipeline builds a zero-sized latent and fails inside torch (a 500 with a framework message); the
+        # emulator refuses up front and says why (local/README.md, "Known differences").
         raise EmulatorError(
-            400, f"width and height must be even for H.264 yuv420p output (got {width}x{height}); use e.g. 480x320"
+            400, f"Requested video size {asked} rounds down to {width}x{height}: width and height must be at least 16"
         )
     if width * height > config.max_video_pixels:
         raise EmulatorError(
@@ -221,7 +252,7 @@ def resolve_params(req: VideoGenerationRequest, state: EmulatorState) -> VideoPa
         raise EmulatorError(
             400, f"num_frames={num_frames} exceeds the emulator maximum of {config.max_video_frames} frames"
         )
-    seed = req.seed if req.seed is not None else state.injector.random_seed()
+    seed = seed if seed is not None else state.injector.random_seed()
     return VideoParams(width=width, height=height, num_frames=num_frames, fps=fps, seed=seed)
 
 
@@ -332,7 +363,7 @@ class VideoJob:
     id: str
     model: str
     prompt: str
-    size: str
+    size: str | None  # VideoResponse.size: the requested ``size`` as sent (None without one), not the rendered one
     seconds: str
     created_at: int
     status: str = "queued"
@@ -414,7 +445,7 @@ async def create_video(request: Request) -> Response:
         id=f"video_gen_{uuid.uuid4().hex}",
         model=state.config.served_model_name("videos"),
         prompt=parsed.request.prompt,
-        size=f"{params.width}x{params.height}",
+        size=parsed.request.size,
         seconds=parsed.request.seconds or "4",
         created_at=int(time.time()),
     )

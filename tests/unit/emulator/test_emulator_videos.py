@@ -62,33 +62,54 @@ def test_video_is_animated_from_the_reference_image(client):
 
 
 def test_without_reference_animates_a_prompt_image_and_is_deterministic(client):
-    fields = pipeline_fields(image_reference=None, width="64", height="48", num_frames="3")
+    fields = pipeline_fields(image_reference=None, width="64", height="48", num_frames="5")
     a = post_multipart(client, SYNC, fields).content
     b = post_multipart(client, SYNC, fields).content
     other = post_multipart(client, SYNC, {**fields, "prompt": "something else"}).content
     fa, fo = decode(a)[0], decode(other)[0]
-    assert len(fa) == 3
+    assert len(fa) == 5
     assert np.array_equal(fa[0], decode(b)[0][0])
     assert np.abs(fa[0].astype(np.int16) - fo[0]).mean() > 5
 
 
 def test_input_reference_file_part(client):
-    fields = pipeline_fields(image_reference=None, width="64", height="48", num_frames="2")
+    fields = pipeline_fields(image_reference=None, width="64", height="48", num_frames="5")
     fields["input_reference"] = ("ref.jpg", reference_jpeg(64, 48), "image/jpeg")
     r = post_multipart(client, SYNC, fields)
     assert r.status_code == 200, r.text
-    assert len(decode(r.content)[0]) == 2
+    assert len(decode(r.content)[0]) == 5
 
 
 def test_param_resolution(client):
-    r = post_multipart(client, SYNC, pipeline_fields(size="64x48", num_frames="2"))
+    r = post_multipart(client, SYNC, pipeline_fields(size="64x48", num_frames="5"))
     frames, stream, _ = decode(r.content)
     assert (stream.width, stream.height) == (64, 48)  # size overrides width/height
     r = post_multipart(client, SYNC, pipeline_fields(width="64", height="48", num_frames=None, seconds="2", fps="3"))
     frames, stream, _ = decode(r.content)
-    assert len(frames) == 6 and stream.average_rate == 3  # num_frames = seconds * fps
-    r = post_multipart(client, SYNC, pipeline_fields(width="64", height="48", num_frames="2", fps=None))
+    assert len(frames) == 5 and stream.average_rate == 3  # num_frames = seconds * fps = 6, then 4 * (6 // 4) + 1 = 5
+    r = post_multipart(client, SYNC, pipeline_fields(width="64", height="48", num_frames="5", fps=None))
     assert decode(r.content)[1].average_rate == 24  # fps defaults to 24
+
+
+@pytest.mark.parametrize(
+    ("asked", "frames", "rendered"),
+    [
+        (("100", "70"), "16", (96, 64, 17)),  # 16 is not 4k+1: 4 * (16 // 4) + 1
+        (("480", "320"), "17", (480, 320, 17)),  # the pipeline's own request: unchanged
+        (("481", "335"), "18", (480, 320, 17)),
+        (("31", "47"), "1", (16, 32, 1)),
+        (("64", "48"), "4", (64, 48, 5)),
+        (("64", "48"), "2", (64, 48, 1)),
+    ],
+)
+def test_geometry_is_rounded_as_the_wan_pipeline_rounds_it(client, asked, frames, rendered):
+    """vLLM-Omni 0.26.0's Wan pipelines round width/height down to a multiple of 16 and the frame count down to 4k+1
+    (4 * (n // 4) + 1; issue 27 item 11): the emulator rendered exactly what was asked."""
+    width, height = asked
+    r = post_multipart(client, SYNC, pipeline_fields(width=width, height=height, num_frames=frames))
+    assert r.status_code == 200, r.text
+    decoded, stream, _ = decode(r.content)
+    assert (stream.width, stream.height, len(decoded)) == rendered
 
 
 def test_part_over_one_mib_is_starlettes_400(client):
@@ -108,7 +129,7 @@ def test_part_over_one_mib_is_starlettes_400(client):
         ({"image_reference": '{"image_url": "data:image/jpeg;base64,!!!"}'}, "base64"),
         ({"image_reference": '{"image_url": "data:image/jpeg;base64,AAAA"}'}, "could not decode"),
         ({"video_reference": '{"video_url": "data:video/mp4;base64,AAAA"}'}, "Only one of"),
-        ({"width": "481"}, "even"),
+        ({"width": "8"}, "at least 16"),
         ({"width": "abc"}, "width"),
         ({"num_inference_steps": "201"}, "num_inference_steps"),
         ({"guidance_scale": "25"}, "guidance_scale"),
@@ -141,11 +162,12 @@ def test_server_side_timeout_is_504(make_client):
 
 
 def test_async_job_api(client):
-    r = post_multipart(client, "/v1/videos", pipeline_fields(width="64", height="48", num_frames="3"))
+    r = post_multipart(client, "/v1/videos", pipeline_fields(size="70x48", num_frames="5"))
     assert r.status_code == 200, r.text
     job = r.json()
     assert job["object"] == "video" and job["status"] == "queued" and job["id"].startswith("video_gen_")
-    assert job["size"] == "64x48" and job["media_type"] == "video/mp4" and job["progress"] == 0
+    # VideoResponse.size is the requested size as sent (0.26.0 video_response_from_request), not the rendered 64x48
+    assert job["size"] == "70x48" and job["media_type"] == "video/mp4" and job["progress"] == 0
     deadline = time.monotonic() + 15
     while True:
         status = client.get(f"/v1/videos/{job['id']}").json()
@@ -155,7 +177,7 @@ def test_async_job_api(client):
     assert status["status"] == "completed" and status["progress"] == 100
     content = client.get(f"/v1/videos/{job['id']}/content")
     assert content.headers["content-type"] == "video/mp4"
-    assert len(decode(content.content)[0]) == 3
+    assert len(decode(content.content)[0]) == 5
     listing = client.get("/v1/videos", params={"limit": 10}).json()
     assert listing["object"] == "list" and listing["data"][0]["id"] == job["id"] and listing["has_more"] is False
     deleted = client.delete(f"/v1/videos/{job['id']}").json()
