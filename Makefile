@@ -113,8 +113,9 @@ lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL v
 	@echo "==> ruff"
 	@$(DEV_VENV)/bin/ruff check .
 	@$(DEV_VENV)/bin/ruff format --check . >/dev/null || { echo "ruff format: run '$(DEV_VENV)/bin/ruff format .'" >&2; exit 1; }
-	@echo "==> mypy (layers/, functions/, relay/: settings in pyproject.toml)"
+	@echo "==> mypy (layers/, functions/, relay/, client/: settings in pyproject.toml; the client again as Python 3.10)"
 	@$(DEV_VENV)/bin/mypy
+	@$(DEV_VENV)/bin/mypy --python-version 3.10 --cache-dir .mypy_cache/py310 client/omnireel_client
 
 # Test files run in parallel (pytest-xdist, one file per worker at a time): every e2e worker starts its own local
 # stack with its own home and free ports, so workers never share state. TEST_WORKERS=1 runs them one by one.

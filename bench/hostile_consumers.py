@@ -40,7 +40,7 @@ from botocore.credentials import Credentials
 
 from bench.hostile_receivers import Delivery, Receiver
 from bench.localstack import EventCollector, IsolatedStack
-from omnireel_cli.signing import signed_headers
+from omnireel_client.signing import signed_headers
 from omnireel_local import home as homedir
 
 # The delivery function's per-attempt deadline for this phase (lowered from the template's 10 s through the local
@@ -54,6 +54,7 @@ BAD_ATTEMPTS = 2  # trickle, hang and 503 on the first two attempts of each even
 DNS_FAILURES = 2
 DNS_NAME = "flaky-dns.hooks.test"
 MAX_FIELD = 2000  # characters: omnireel.jobs.request.MAX_PROMPT_CHARS
+FIRST_ATTEMPT_LINES = ("webhook delivered", "webhook attempt failed")  # webhook_delivery's log line per attempt
 
 
 @dataclass
@@ -363,10 +364,11 @@ def run_hostile(
                 cause = "answered after the sender's deadline"
             elif any(a.get("message", "").startswith("webhook record failed") for a in logged):
                 cause = "delivered, then recording the attempt failed (retried)"
-            elif sum(1 for a in logged if a.get("message") == "webhook delivered" and a.get("attempt") == 1) > 1:
-                # Two queue messages, each delivered at its first receive: the event was published twice upstream
-                # (SNS is at-least-once; a crash between publishing and recording it). A batch failure re-sending a
-                # delivered record would show the same message again, at receive 2 or later.
+            elif sum(1 for a in logged if a.get("attempt") == 1 and a.get("message") in FIRST_ATTEMPT_LINES) > 1:
+                # Two queue messages, each with its own first attempt (delivered, or refused by a flaky receiver and
+                # delivered on its retry): the event was published twice upstream (SNS is at-least-once; a crash
+                # between publishing and recording it). A batch failure re-sending a delivered record would show the
+                # same message again, at receive 2 or later: never a second attempt #1.
                 cause = "published twice (two queue messages, same webhook-id)"
             else:
                 cause = "other"

@@ -32,7 +32,7 @@ sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
 
 from bench.capacity import IMAGE_MODEL_S, VIDEO_MODEL_S  # noqa: E402
 from omnireel_cli.local_stack import parse_env_lines  # noqa: E402
-from omnireel_cli.signing import signed_headers  # noqa: E402
+from omnireel_client.signing import signed_headers  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
 
 UP_TIMEOUT_S = 120

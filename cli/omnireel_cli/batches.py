@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .api import calling
 from .errors import InfraError, JobFailed, UsageError
-from .jobs import INBOX_PREFIX, _api_error, drop, new_idempotency_key
-from .progress import Progress
+from .jobs import INBOX_PREFIX, drop, new_idempotency_key
+from .progress import BatchDisplay
 from .target import Target
+
+if TYPE_CHECKING:
+    from omnireel_client import Batch
 
 MAX_API_JOBS = 1000
 
@@ -38,11 +42,9 @@ def submit_file(target: Target, file: Path, *, via_api: bool, key: str | None = 
             raise UsageError(f"{file}:{number}: not JSON ({exc}); drop the file instead to get a failed job") from exc
     if len(jobs) > MAX_API_JOBS:
         raise UsageError(f"POST /batches takes at most {MAX_API_JOBS} jobs ({len(jobs)}): drop the file instead")
-    idempotency_key = new_idempotency_key()
-    status, body = target.api("POST", "/batches", {"jobs": jobs}, {"Idempotency-Key": idempotency_key})
-    if status != 202 or not isinstance(body, dict):
-        raise _api_error(status, body, "the batch was not accepted")
-    return {**body, "source": "api", "idempotency_key": idempotency_key}
+    with calling(target, "the batch was not accepted"):
+        batch = target.api_client.submit_batch(jobs, idempotency_key=new_idempotency_key())
+    return {**batch.raw, "source": "api", "idempotency_key": batch.idempotency_key}
 
 
 def batch_of_dropped(target: Target, uri: str, version_id: str | None, timeout: float) -> str:
@@ -62,48 +64,39 @@ def batch_of_dropped(target: Target, uri: str, version_id: str | None, timeout: 
     raise InfraError(f"{uri} was not picked up by the inbox function within {timeout:.0f} s")
 
 
-def get_batch(target: Target, batch_id: str) -> dict[str, Any]:
-    status, body = target.api("GET", f"/batches/{batch_id}")
-    if status != 200 or not isinstance(body, dict):
-        raise _api_error(status, body, f"cannot read batch {batch_id}")
-    return body
+def get_batch(target: Target, batch_id: str) -> Batch:
+    with calling(target, f"cannot read batch {batch_id}"):
+        return target.api_client.batch(batch_id)
 
 
-def wait(target: Target, batch_id: str, timeout: float, quiet: bool = False) -> dict[str, Any]:
-    """Poll until the batch is completed (every job terminal and batch.completed published), bounded by ``timeout``."""
-    progress = Progress(enabled=not quiet)
-    started = time.monotonic()
-    delay = 0.5
+def wait(target: Target, batch_id: str, timeout: float, quiet: bool = False) -> Batch:
+    """Follow the batch until it is completed (every job terminal and batch.completed published), bounded by
+    ``timeout``, showing its counts (``progress.BatchDisplay``)."""
+    from omnireel_client import WaitTimeout
+
+    display = BatchDisplay(batch_id, enabled=not quiet)
     try:
-        while True:
-            batch = get_batch(target, batch_id)
-            elapsed = time.monotonic() - started
-            if batch["status"] == "completed":
-                return batch
-            if elapsed > timeout:
-                raise InfraError(f"batch {batch_id} is still running after {timeout:.0f} s (--timeout)")
-            counts = batch["counts"]
-            done = counts["succeeded"] + counts["failed"] + counts["cancelled"]
-            progress.update(f"batch {batch_id[:8]}: {done}/{counts['total']} done", elapsed)
-            time.sleep(delay)
-            delay = min(delay * 1.3, 3.0)
+        with calling(target, f"cannot follow batch {batch_id}"):
+            return get_batch(target, batch_id).wait(timeout, on_progress=display.update)
+    except WaitTimeout:
+        raise InfraError(f"batch {batch_id} is still running after {timeout:.0f} s (--timeout)") from None
     finally:
-        progress.clear()
+        display.close()
 
 
-def describe(batch: dict[str, Any]) -> list[str]:
-    counts = batch["counts"]
-    lines = [f"batch {batch['batch_id']}: {batch['status']} ({batch.get('source')})"]
+def describe(batch: Batch) -> list[str]:
+    counts = batch.raw.get("counts") or {}
+    lines = [f"batch {batch.batch_id}: {batch.status} ({batch.source})"]
     lines.append("  " + "  ".join(f"{name} {counts[name]}" for name in counts))
-    if batch.get("manifest"):
-        lines.append(f"  manifest {batch['manifest']['s3_uri']}")
+    if batch.manifest:
+        lines.append(f"  manifest {batch.manifest.s3_uri}")
     return lines
 
 
-def raise_if_failed(batch: dict[str, Any]) -> None:
-    counts = batch["counts"]
-    if batch["status"] == "completed" and counts["failed"] + counts["cancelled"]:
+def raise_if_failed(batch: Batch) -> None:
+    counts = batch.counts
+    if batch.done and counts.failed + counts.cancelled:
         raise JobFailed(
-            f"batch {batch['batch_id']}: {counts['failed']} failed, {counts['cancelled']} cancelled of "
-            f"{counts['total']} (the manifest lists each line's job and reason)"
+            f"batch {batch.batch_id}: {counts.failed} failed, {counts.cancelled} cancelled of "
+            f"{counts.total} (the manifest lists each line's job and reason)"
         )

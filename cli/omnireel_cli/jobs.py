@@ -6,16 +6,18 @@ import json
 import mimetypes
 import sys
 import time
-import urllib.parse
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import job_options
-from .errors import CliError, InfraError, JobFailed, UsageError
-from .progress import Progress
+from .api import calling
+from .errors import InfraError, JobFailed, UsageError
+from .progress import JobDisplay
 from .target import Target
+
+if TYPE_CHECKING:
+    from omnireel_client import Job
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_render_s", "video (queue + render)"))
@@ -47,98 +49,70 @@ def build_request(prompt: str, *, frames: int | None = None, steps: int | None =
     return job_options.build_request(prompt, values)
 
 
-def _api_error(status: int, body: Any, what: str) -> CliError:
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        message = f"{what}: {error.get('code')}: {error.get('message')}"
-    else:
-        message = f"{what}: HTTP {status}: {str(body)[:300]}"
-    return UsageError(message) if 400 <= status < 500 and status != 429 else InfraError(message)
-
-
 def new_idempotency_key() -> str:
-    """A fresh key per submit: ``Target.api`` retries POST /jobs on 5xx and timeouts, and with the key a retry whose
+    """A fresh key per submit: the client retries POST /jobs on 5xx and timeouts with the same key, so a retry whose
     first attempt did reach the API is the same job, not a second one."""
     return f"cli-{uuid.uuid4()}"
 
 
-def submit(target: Target, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
-    """POST /jobs with an Idempotency-Key (``idempotency_key`` or a generated one, returned as ``idempotency_key``)."""
-    key = idempotency_key or new_idempotency_key()
-    status, body = target.api("POST", "/jobs", request, {"Idempotency-Key": key})
-    if status != 202 or not isinstance(body, dict):
-        raise _api_error(status, body, "the job was not accepted")
-    return {**body, "idempotency_key": key}
+def submit(target: Target, request: dict[str, Any], idempotency_key: str | None = None) -> Job:
+    """POST /jobs with an Idempotency-Key (``idempotency_key`` or a generated one: ``job.idempotency_key``)."""
+    with calling(target, "the job was not accepted"):
+        return target.api_client.submit(**request, idempotency_key=idempotency_key or new_idempotency_key())
 
 
-def get_job(target: Target, job_id: str) -> dict[str, Any]:
-    status, body = target.api("GET", f"/jobs/{job_id}")
-    if status != 200 or not isinstance(body, dict):
-        raise _api_error(status, body, f"cannot read job {job_id}")
-    return body
+def accepted_view(job: Job) -> dict[str, Any]:
+    """What ``omnireel submit --json`` prints: the API's 202 answer and the idempotency key it was sent with."""
+    return {**job.raw, "idempotency_key": job.idempotency_key}
 
 
-def wait(target: Target, job_id: str, timeout: float, quiet: bool = False) -> dict[str, Any]:
-    """Poll the job until it is terminal (bounded by ``timeout``), showing its stage."""
-    progress = Progress(enabled=not quiet)
-    started = time.monotonic()
-    delay = 0.3
+def get_job(target: Target, job_id: str) -> Job:
+    with calling(target, f"cannot read job {job_id}"):
+        return target.api_client.job(job_id)
+
+
+def wait(target: Target, job: Job | str, timeout: float, quiet: bool = False) -> Job:
+    """Follow the job until it is terminal (bounded by ``timeout``), showing its stages (``progress.JobDisplay``)."""
+    from omnireel_client import WaitTimeout
+
+    job = get_job(target, job) if isinstance(job, str) else job
+    display = JobDisplay(job.job_id, enabled=not quiet)
     try:
-        while True:
-            job = get_job(target, job_id)
-            elapsed = time.monotonic() - started
-            if job["status"] in TERMINAL:
-                return job
-            if elapsed > timeout:
-                raise InfraError(f"job {job_id} is still {job['status']} after {timeout:.0f} s (--timeout)")
-            progress.update(f"job {job_id[:8]}: {job['status'].replace('_', ' ')}", elapsed)
-            time.sleep(delay)
-            delay = min(delay * 1.3, 2.0)
+        with calling(target, f"cannot follow job {job.job_id}"):
+            return job.wait(timeout, on_progress=display.update)
+    except WaitTimeout as exc:
+        raise InfraError(f"job {job.job_id} is still {exc.last.status} after {timeout:.0f} s (--timeout)") from None
     finally:
-        progress.clear()
+        display.close()
 
 
-def describe(job: dict[str, Any]) -> list[str]:
-    lines = [f"job {job['job_id']}: {job['status']}"]
-    timings = job.get("timings") or {}
+def describe(job: Job) -> list[str]:
+    lines = [f"job {job.job_id}: {job.status}"]
     for key, label in STAGES:
-        if timings.get(key) is not None:
-            lines.append(f"  {label:<24} {timings[key]:7.2f} s")
-    if timings.get("total_s") is not None:
-        lines.append(f"  {'total':<24} {timings['total_s']:7.2f} s")
-    for name, link in (job.get("artifacts") or {}).items():
-        lines.append(f"  {name:<24} {link.get('s3_uri')}")
-    if job.get("source_version"):
-        version = job["source_version"]
-        lines.append(f"  source {job.get('source')} (version {version.get('version_id') or version.get('etag')})")
-    if job.get("error"):
-        error = job["error"]
-        lines.append(f"  error: [{error.get('stage')}] {error.get('code')}: {error.get('message')}")
+        if job.timings.get(key) is not None:
+            lines.append(f"  {label:<24} {job.timings[key]:7.2f} s")
+    if job.timings.get("total_s") is not None:
+        lines.append(f"  {'total':<24} {job.timings['total_s']:7.2f} s")
+    for name, artifact in job.artifacts.items():
+        lines.append(f"  {name:<24} {artifact.s3_uri}")
+    version = job.raw.get("source_version")
+    if version:
+        lines.append(f"  source {job.source} (version {version.get('version_id') or version.get('etag')})")
+    if job.error:
+        lines.append(f"  error: [{job.error.stage}] {job.error.code}: {job.error.message}")
     return lines
 
 
-def failure_line(job: dict[str, Any]) -> str:
-    error = job.get("error") or {}
-    return f"job {job['job_id']} failed at {error.get('stage')}: {error.get('code')}: {error.get('message')}"
+def failure_line(job: Job) -> str:
+    error = job.error
+    where = f" at {error.stage}: {error.code}: {error.message}" if error else ""
+    return f"job {job.job_id} {'failed' if job.status == 'failed' else job.status}{where}"
 
 
-def download(job: dict[str, Any], directory: Path, names: tuple[str, ...] = ("image", "video")) -> dict[str, Path]:
+def download(target: Target, job: Job, directory: Path, names: tuple[str, ...] = ("image", "video")) -> dict[str, Path]:
     """Download the job's image and video (presigned URLs from the API) into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    saved: dict[str, Path] = {}
-    for name in names:
-        link = (job.get("artifacts") or {}).get(name)
-        if not link:
-            continue
-        filename = {"image": "image.png", "video": "video.mp4"}.get(name, Path(link["s3_uri"]).name)
-        path = directory / filename
-        try:
-            with urllib.request.urlopen(link["url"], timeout=60) as response:  # noqa: S310 - presigned S3 URL
-                path.write_bytes(response.read())
-        except OSError as exc:
-            raise InfraError(f"cannot download the {name} of job {job['job_id']}: {exc}") from exc
-        saved[name] = path
-    return saved
+    with calling(target, f"cannot download the files of job {job.job_id}"):
+        return job.download(directory, names)
 
 
 # ---------------------------------------------------------------- inbox
@@ -321,27 +295,19 @@ def wait_for_event(sqs: Any, url: str, job_id: str, timeout: float) -> dict[str,
     return None
 
 
-def list_jobs(target: Target, status: str | None, limit: int | None, cursor: str | None) -> dict[str, Any]:
-    """One page of GET /jobs (the caller's jobs, newest first)."""
-    query = {k: v for k, v in (("status", status), ("limit", limit), ("cursor", cursor)) if v is not None}
-    path = "/jobs" + ("?" + urllib.parse.urlencode(query) if query else "")
-    code, body = target.api("GET", path)
-    if code != 200 or not isinstance(body, dict):
-        raise _api_error(code, body, "cannot list jobs")
-    return body
+def list_jobs(target: Target, status: str | None, limit: int | None, cursor: str | None) -> Any:
+    """One page of GET /jobs (the caller's jobs, newest first): ``omnireel_client.JobPage``."""
+    with calling(target, "cannot list jobs"):
+        return target.api_client.jobs_page(status, limit=limit, cursor=cursor)
 
 
-def cancel(target: Target, job_id: str) -> tuple[dict[str, Any], bool]:
-    """DELETE /jobs/{id}: (answer, cancelled now?). A job already cancelled (e.g. the CLI's own retry after a lost
-    answer) is not an error; one that had succeeded or failed is."""
-    code, body = target.api("DELETE", f"/jobs/{job_id}")
-    if code == 200 and isinstance(body, dict):
-        return body, True
-    if code == 409 and isinstance(body, dict) and body.get("status") == "cancelled":
-        return {"job_id": job_id, "status": "cancelled"}, False
-    raise _api_error(code, body, f"cannot cancel job {job_id}")
+def cancel(target: Target, job_id: str) -> Job:
+    """DELETE /jobs/{id}; ``job.cancellation`` says what was stopped (``already``: it had been cancelled before). A
+    job that had succeeded or failed is an error."""
+    with calling(target, f"cannot cancel job {job_id}"):
+        return target.api_client.cancel(job_id)
 
 
-def raise_if_failed(job: dict[str, Any]) -> None:
-    if job["status"] in ("failed", "cancelled"):
+def raise_if_failed(job: Job) -> None:
+    if job.status in ("failed", "cancelled"):
         raise JobFailed(failure_line(job))

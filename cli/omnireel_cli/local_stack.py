@@ -17,7 +17,7 @@ from omnireel_local import home as homedir
 from omnireel_template import ROOT
 
 from .errors import InfraError
-from .progress import Progress
+from .progress import StatusDisplay
 from .target import developer_credentials
 
 MARKER = "omnireel"  # matches omnireel_local.* and omnireel_relay command lines
@@ -83,7 +83,7 @@ def up(
 
 def _wait_ready(pid: int, base: Path, timeout: float, proc: subprocess.Popen[bytes] | None, quiet: bool
                 ) -> dict[str, Any]:  # fmt: skip
-    progress = Progress(enabled=not quiet)
+    progress = StatusDisplay(enabled=not quiet)
     started = time.monotonic()
     deadline = started + timeout
     log_path = base / "logs" / "stack.log"
@@ -96,19 +96,19 @@ def _wait_ready(pid: int, base: Path, timeout: float, proc: subprocess.Popen[byt
                     return state
                 if state.get("phase") == "failed":
                     break
-                progress.update(f"starting local stack: {state.get('phase', 'starting')}", time.monotonic() - started)
+                progress.update(f"starting local stack: {state.get('phase', 'starting')}")
             else:
-                progress.update("starting local stack", time.monotonic() - started)
+                progress.update("starting local stack")
             exited = proc.poll() is not None if proc is not None else not homedir.pid_alive(pid)
             if exited:
                 break
             time.sleep(0.2)
         else:
-            progress.clear()
+            progress.close()
             down(quiet=True)
             raise InfraError(f"the local stack did not become ready within {timeout:.0f} s; see {log_path}")
     finally:
-        progress.clear()
+        progress.close()
     state = homedir.read_state(base) or {}
     reason = state.get("error") or _last_error(log_path) or "it exited"
     down(quiet=True)

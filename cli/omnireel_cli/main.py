@@ -405,12 +405,12 @@ def cmd_local(args: argparse.Namespace) -> int:
     return 0
 
 
-def _finish(target: Target, job_id: str, args: argparse.Namespace) -> int:
-    job = jobs.wait(target, job_id, args.timeout)
+def _finish(target: Target, job: Any, args: argparse.Namespace) -> int:
+    job = jobs.wait(target, job, args.timeout)
     if args.out:
-        for path in jobs.download(job, args.out / job_id).values():
+        for path in jobs.download(target, job, args.out / job.job_id).values():
             print(f"saved {path}", file=sys.stderr)
-    print(json.dumps(job, indent=2) if args.json else "\n".join(jobs.describe(job)))
+    print(json.dumps(job.raw, indent=2) if args.json else "\n".join(jobs.describe(job)))
     jobs.raise_if_failed(job)
     return 0
 
@@ -422,11 +422,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     accepted = jobs.submit(target, _request(args, args.prompt), args.idempotency_key)
     if not args.wait:
         if not args.json:
-            print(f"idempotency key {accepted['idempotency_key']}", file=sys.stderr)
-        print(json.dumps(accepted) if args.json else accepted["job_id"])
+            print(f"idempotency key {accepted.idempotency_key}", file=sys.stderr)
+        print(json.dumps(jobs.accepted_view(accepted)) if args.json else accepted.job_id)
         return 0
-    print(f"submitted job {accepted['job_id']} (idempotency key {accepted['idempotency_key']})", file=sys.stderr)
-    return _finish(target, accepted["job_id"], args)
+    print(f"submitted job {accepted.job_id} (idempotency key {accepted.idempotency_key})", file=sys.stderr)
+    return _finish(target, accepted, args)
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
@@ -449,7 +449,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     job = jobs.get_job(_target(args), args.job_id)
-    print(json.dumps(job, indent=2) if args.json else "\n".join(jobs.describe(job)))
+    print(json.dumps(job.raw, indent=2) if args.json else "\n".join(jobs.describe(job)))
     return 0
 
 
@@ -460,12 +460,12 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         page = jobs.list_jobs(target, args.status, args.limit, cursor)
         pages += 1
         if args.json:
-            print(json.dumps(page))
+            print(json.dumps(page.raw))
         else:
-            for job in page["jobs"]:
+            for job in page.raw.get("jobs") or []:
                 prompt = (job.get("prompt") or "")[:60]
                 print(f"{job['job_id']}  {job['status']:<16} {job['created_at']}  {prompt}")
-        cursor = page.get("next_cursor")
+        cursor = page.next_cursor
         if not cursor or not args.all:
             break
     if cursor and not args.json:
@@ -475,12 +475,18 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    answer, now = jobs.cancel(_target(args), args.job_id)
+    job = jobs.cancel(_target(args), args.job_id)
+    cancellation = job.cancellation
     if args.json:
+        answer = {"job_id": job.job_id, "status": job.status}
+        if not cancellation.already:
+            answer["cancelled_at_stage"] = cancellation.cancelled_at_stage
+            answer["video_render_may_run"] = cancellation.video_render_may_run
+            answer["note"] = cancellation.note
         print(json.dumps(answer))
-    elif now:
-        print(f"job {args.job_id}: cancelled (at {answer.get('cancelled_at_stage')})")
-        print(f"  {answer.get('note')}")
+    elif not cancellation.already:
+        print(f"job {args.job_id}: cancelled (at {cancellation.cancelled_at_stage})")
+        print(f"  {cancellation.note}")
     else:
         print(f"job {args.job_id}: was already cancelled")
     return 0
@@ -508,7 +514,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         if len(args.what) != 2:
             raise UsageError("usage: omnireel batch status BATCH_ID")
         batch = batches.get_batch(target, args.what[1])
-        print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+        print(json.dumps(batch.raw, indent=2) if args.json else "\n".join(batches.describe(batch)))
         return 0
     if len(args.what) != 1:
         raise UsageError("usage: omnireel batch FILE.jsonl [--wait]  |  omnireel batch status BATCH_ID")
@@ -518,7 +524,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return 0
     print(f"batch {started['batch_id']} ({started['source']})", file=sys.stderr)
     batch = batches.wait(target, started["batch_id"], args.timeout)
-    print(json.dumps(batch, indent=2) if args.json else "\n".join(batches.describe(batch)))
+    print(json.dumps(batch.raw, indent=2) if args.json else "\n".join(batches.describe(batch)))
     batches.raise_if_failed(batch)
     return 0
 
@@ -544,14 +550,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     tap = jobs.EventTap(target)
     try:
         accepted = jobs.submit(target, _request(args, args.prompt))
-        job_id = accepted["job_id"]
+        job_id = accepted.job_id
         print(f"submitted job {job_id}: {args.prompt!r}", file=sys.stderr)
-        job = jobs.wait(target, job_id, args.timeout)
+        job = jobs.wait(target, accepted, args.timeout)
         event = jobs.wait_for_event(tap.sqs, tap.url, job_id, timeout=20)
     finally:
         tap.close()
     directory = args.out / job_id
-    saved = jobs.download(job, directory)
+    saved = jobs.download(target, job, directory)
     if event is not None:
         (directory / "event.json").write_text(json.dumps(event, indent=2) + "\n")
         saved["event"] = directory / "event.json"

@@ -23,7 +23,6 @@ import json
 import struct
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -114,24 +113,21 @@ def check_video(target: Target, out: Path, prompt: str, timeout: float, say: Cal
         accepted = jobs.submit(target, request)
     except CliError as exc:
         raise CheckFailed(str(exc)) from exc
-    job_id = accepted["job_id"]
+    job_id = accepted.job_id
     say(f"      video  job {job_id} submitted; waiting up to {timeout:.0f} s for it to finish")
     try:
-        job = jobs.wait(target, job_id, timeout, quiet=True)
+        job = jobs.wait(target, accepted, timeout, quiet=True)
     except CliError as exc:
         raise CheckFailed(str(exc)) from exc
-    if job["status"] != "succeeded":
+    if job.status != "succeeded":
         raise CheckFailed(jobs.failure_line(job))
-    link = (job.get("artifacts") or {}).get("video")
-    if not link:
+    if job.video is None:
         raise CheckFailed(f"job {job_id} succeeded without a video artifact")
-    path = out / "validation-output.mp4"
     try:
-        with urllib.request.urlopen(link["url"], timeout=60) as response:  # noqa: S310 - presigned S3 URL
-            path.write_bytes(response.read())
-    except OSError as exc:
+        path = jobs.download(target, job, out, ("video",))["video"].rename(out / "validation-output.mp4")
+    except CliError as exc:
         raise CheckFailed(f"cannot download the video of job {job_id}: {exc}") from exc
-    asked = (job.get("request") or {}).get("video") or {}
+    asked = (job.request or {}).get("video") or {}
     frames, width, height, codec = _decode_mp4(path)
     expected = (asked.get("num_frames"), asked.get("width"), asked.get("height"))
     if None not in expected and (frames, width, height) != expected:

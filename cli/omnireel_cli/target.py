@@ -1,17 +1,14 @@
 """Which omnireel the CLI talks to: the local stack (default) or a deployed stack (``--stack NAME --region R``).
 
 Either way the CLI gets the same things: the HTTP API base URL, boto3 clients for S3/SNS/SQS, and the stack outputs
-(InboxBucketName, JobEventsTopicArn, ...). API calls are signed with SigV4 (service ``execute-api``), as the API's IAM
-authorizer requires -- locally too: the front door checks signatures against the local IAM, and the CLI signs with the
-local developer's access key that ``omnireel local up`` created (``credentials`` in the stack's state).
+(InboxBucketName, JobEventsTopicArn, ...). API calls go through the Python client (``omnireel_client``, ``client/``),
+which signs them with SigV4 (service ``execute-api``) as the API's IAM authorizer requires -- locally too: the front
+door checks signatures against the local IAM, and the CLI signs with the local developer's access key that
+``omnireel local up`` created (``credentials`` in the stack's state).
 """
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +29,7 @@ class Target:
     events_queue_url: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
     _session: Any = None
+    _client: Any = None
 
     @property
     def local(self) -> bool:
@@ -100,36 +98,18 @@ class Target:
         return self.outputs[name]
 
     # ---------------------------------------------------------------- HTTP API
-    def api(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
-            timeout: float = 35) -> tuple[int, Any]:  # fmt: skip
-        url = self.api_url.rstrip("/") + path
-        data = json.dumps(body).encode() if body is not None else None
-        all_headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
-        if not url.startswith(("http://", "https://")):
-            raise InfraError(f"the API URL {self.api_url!r} is not http(s)")
-        credentials = self._signing_credentials() if self.sign else None
-        if self.sign and credentials is None:
-            raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
-        if credentials:
-            from .signing import signed_headers  # botocore's SigV4, loaded by the first signed call only
-        for attempt in range(3):
-            # Signed per attempt: a retry after a slow failure must not carry a stale X-Amz-Date.
-            signed = signed_headers(method, url, data, all_headers, credentials, self.region) if credentials else None
-            request = urllib.request.Request(url, data=data, method=method, headers=signed or all_headers)  # noqa: S310
-            try:
-                with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - checked above
-                    return response.status, _decode(response.read())
-            except urllib.error.HTTPError as exc:
-                if exc.code in (502, 503, 504) and attempt < 2:
-                    time.sleep(1 + attempt)
-                    continue
-                return exc.code, _decode(exc.read())
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt < 2:
-                    time.sleep(1 + attempt)
-                    continue
-                raise InfraError(f"the {self.name} API at {self.api_url} is unreachable: {exc}") from exc
-        raise InfraError(f"the {self.name} API at {self.api_url} is unreachable")
+    @property
+    def api_client(self) -> Any:
+        """The API client (``omnireel_client.Client``): the one implementation of signing, retries, polling and paging
+        that apps use too; built on first use (a command that never calls the API never loads botocore)."""
+        if self._client is None or self._client.api_url != self.api_url.rstrip("/"):
+            from omnireel_client import Client
+
+            credentials = self._signing_credentials()
+            if credentials is None:
+                raise InfraError("no AWS credentials to sign the API request (configure a profile or AWS_* variables)")
+            self._client = Client(self.api_url, self.region, credentials)
+        return self._client
 
 
 def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
@@ -141,10 +121,3 @@ def developer_credentials(state: dict[str, Any]) -> dict[str, str]:
             "the running local stack has no developer identity (started by an older omnireel): restart it with "
             "`omnireel local down && omnireel local up`"
         ) from exc
-
-
-def _decode(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw else None
-    except ValueError:
-        return raw.decode(errors="replace")

@@ -32,10 +32,10 @@ MAX_BODY_BYTES = 1024 * 1024
 
 def secret_view(target: Target) -> dict[str, Any]:
     """GET /webhooks/secret: the caller's own secret (and, during a rotation, the previous one)."""
-    status, body = target.api("GET", "/webhooks/secret")
-    if status != 200 or not isinstance(body, dict) or "secret" not in body:
-        raise InfraError(f"cannot read the webhook secret: HTTP {status}: {str(body)[:200]}")
-    return body
+    from .api import calling
+
+    with calling(target, "cannot read the webhook secret"):
+        return dict(target.api_client.webhook_secret().raw)
 
 
 def secret(target: Target) -> str:

@@ -248,7 +248,10 @@ def _fail_unstartable(exc: ExecutionNameTaken) -> None:
 def domain_error(exc: OmnireelError) -> Response:
     """Every domain error a route raises: ``{"error": {"code", "message"}}`` with its status from ``ERROR_STATUS``,
     and, for the errors that name a resource, where it stands."""
-    body: dict[str, object] = {"error": {"code": exc.code, "message": bounded(exc.message)}}
+    error: dict[str, object] = {"code": exc.code, "message": bounded(exc.message)}
+    if isinstance(exc, InvalidRequest) and exc.problems:
+        error["problems"] = exc.problems  # each problem as {"field", "message"} (bounded in number and size)
+    body: dict[str, object] = {"error": error}
     headers: dict[str, str] = {"Retry-After": "5"} if status_of(exc) == 503 else {}
     if isinstance(exc, JobFinished):
         body["status"] = exc.status

@@ -60,10 +60,10 @@ def test_deployed_target_reads_outputs_and_signs_api_calls(api_server: str) -> N
     assert target.outputs["JobEventsTopicArn"].startswith("arn:aws:sns:eu-west-1:")
     assert target.sign and not target.local
     target.api_url = api_server
-    status, body = target.api("POST", "/jobs", {"prompt": "x"})
-    assert (status, body["job_id"]) == (202, "j-1")
+    job = target.api_client.submit("x")  # the CLI calls the API through the client (omnireel_client)
+    assert (job.job_id, job.status) == ("j-1", "accepted")
     request = _Recorder.seen[-1]
-    assert request["body"] == {"prompt": "x"}
+    assert request["body"] == {"prompt": "x"} and request["headers"]["Idempotency-Key"] == job.idempotency_key
     auth = request["headers"]["Authorization"]
     assert auth.startswith("AWS4-HMAC-SHA256 Credential=")
     assert "/eu-west-1/execute-api/aws4_request" in auth

@@ -35,6 +35,16 @@ def test_bad_requests_get_a_clear_error_and_start_nothing(pipeline, body, status
     assert pipeline.executions() == []
 
 
+def test_a_400_lists_every_problem_as_data(pipeline):
+    """Issue 28: a client shows every problem without parsing the message (which lists them too)."""
+    body = {"prompt": "", "seed": "x", "video": {"num_frames": 16, "width": 100}, "frames": 1}
+    error = pipeline.api("POST", "/jobs", body)["json"]["error"]
+    fields = [problem["field"] for problem in error["problems"]]
+    assert sorted(fields) == ["frames", "prompt", "seed", "video.num_frames", "video.width"]
+    assert all(f"{p['field']}: {p['message']}" in error["message"] for p in error["problems"])
+    assert pipeline.executions() == []
+
+
 def test_bad_idempotency_key(pipeline):
     response = pipeline.api("POST", "/jobs", {"prompt": "p"}, {"Idempotency-Key": "has spaces"})
     assert response["statusCode"] == 400 and response["json"]["error"]["code"] == "InvalidIdempotencyKey"

@@ -30,7 +30,14 @@ class OmnireelError(Exception):
 
 
 class InvalidRequest(OmnireelError):
+    """A request the API refuses (400). ``problems``: each problem as ``{"field", "message"}`` when the validator
+    found several (the message lists them all too), so a client can show every one without parsing text."""
+
     code = "InvalidRequest"
+
+    def __init__(self, message: str, *, problems: list[dict[str, str]] | None = None, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.problems = problems or []
 
 
 class SourceVersionGone(InvalidRequest):

@@ -338,13 +338,22 @@ def _struct(table: _Table, data: dict[Any, Any], loc: tuple[str, ...], problems:
     return table.struct(**values)
 
 
+MAX_PROBLEMS = 50  # listed one by one in a 400's body (the message lists them too, bounded)
+
+
+def _where(problem: _Invalid) -> str:
+    return ".".join(bounded(part, MAX_ECHO_CHARS) for part in problem.loc) or "request"
+
+
 def _describe(problems: list[_Invalid]) -> str:
     """Every problem, ``path: message``; field names (caller input) and the whole text are bounded."""
-    parts = []
-    for problem in problems:
-        where = ".".join(bounded(part, MAX_ECHO_CHARS) for part in problem.loc) or "request"
-        parts.append(f"{where}: {bounded(problem.message, 200)}")
-    return bounded("; ".join(parts))
+    return bounded("; ".join(f"{_where(problem)}: {bounded(problem.message, 200)}" for problem in problems))
+
+
+def _invalid(problems: list[_Invalid]) -> InvalidRequest:
+    """The 400: every problem in the message, and each as ``{"field", "message"}`` (at most ``MAX_PROBLEMS``)."""
+    listed = [{"field": _where(p), "message": bounded(p.message, 200)} for p in problems[:MAX_PROBLEMS]]
+    return InvalidRequest(_describe(problems), problems=listed)
 
 
 def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> JobRequest:
@@ -354,7 +363,7 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
     ``video.num_inference_steps`` when the request does not set it.
     """
     if not isinstance(data, dict):
-        raise InvalidRequest(_describe([_Invalid((), "the request must be a JSON object")]))
+        raise _invalid([_Invalid((), "the request must be a JSON object")])
     if default_video_steps is not None:
         video = data.get("video", {})
         if isinstance(video, dict) and "num_inference_steps" not in video:
@@ -363,11 +372,11 @@ def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> J
     try:
         request: JobRequest = _struct(_REQUEST, data, (), problems)
     except _Invalid as problem:
-        raise InvalidRequest(_describe([problem])) from None
+        raise _invalid([problem]) from None
     except _Nested:
-        raise InvalidRequest(_describe(problems)) from None
+        raise _invalid(problems) from None
     if request.webhook_events is not None and request.webhook is None:
-        raise InvalidRequest(_describe([_Invalid((), "webhook_events needs a webhook")]))
+        raise _invalid([_Invalid((), "webhook_events needs a webhook")])
     return request
 
 

@@ -1,7 +1,6 @@
-"""SigV4 for the HTTP API (service ``execute-api``): what API Gateway's IAM authorizer, and the local front door, check.
+"""SigV4 for the HTTP API (service ``execute-api``): what API Gateway's IAM authorizer checks, with botocore's signer.
 
-One function for every client of the API in this repository (the CLI, the benches, the tests), so a request is signed
-exactly as an app's SDK would sign it.
+The one signing function of the repository: the client, and through it the CLI, the UI and the benchmarks.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ def signed_headers(method: str, url: str, body: bytes | None, headers: dict[str,
                    region: str) -> dict[str, str]:  # fmt: skip
     """``headers`` plus ``Authorization``, ``X-Amz-Date`` (and ``X-Amz-Security-Token`` for session credentials).
 
-    ``credentials``: botocore credentials (``session.get_credentials()``) or their frozen form.
+    ``credentials``: botocore credentials (refreshable ones are frozen per call, so a rotation is picked up).
     """
     frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
     request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)
