@@ -1,0 +1,143 @@
+"""The client's transport against a scripted API on loopback (hostile answers, not only polite ones): which failures
+it retries, that a retried submit carries the same Idempotency-Key (so the API makes one job), that every attempt is
+signed afresh, and that errors carry the API's code and problems."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from botocore.credentials import Credentials
+
+from omnireel_client import (
+    Client,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+    ServerError,
+    TransportError,
+)
+
+CREDENTIALS = Credentials("AKIDEXAMPLE", "secret")
+ACCEPTED = {"job_id": "00000000-0000-4000-8000-000000000001", "status": "accepted", "status_url": "/jobs/x"}
+
+
+class Script:
+    """Answers in order: (status, body, headers, delay_s); the last one repeats."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[int, Any, dict[str, str], float]] = []
+        self.seen: list[dict[str, Any]] = []
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[str, Script]]:
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            script.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
+                                "body": body})  # fmt: skip
+            index = min(len(script.seen), len(script.answers)) - 1
+            status, payload, headers, delay = script.answers[index]
+            time.sleep(delay)  # a slow peer (the client's timeout is what is tested)
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", script
+    server.shutdown()
+    server.server_close()
+
+
+def _client(url: str, **options: Any) -> Client:
+    client = Client(url, "eu-west-1", CREDENTIALS, **options)
+    client.transport.backoff_s = 0.01  # the schedule's shape is the same; the test does not wait for it
+    return client
+
+
+def test_a_submit_retried_after_503_and_a_timeout_carries_one_key_and_fresh_signatures(api) -> None:
+    url, script = api
+    script.answers = [
+        (503, {"error": {"code": "PublishFailed", "message": "try again"}}, {"Retry-After": "0"}, 0),
+        (200, {}, {}, 1.5),  # answered after the client's timeout: the client gives up on it and retries
+        (202, ACCEPTED, {}, 0),
+    ]
+    job = _client(url, timeout=0.5).submit("p", seed=1)
+    assert job.job_id == ACCEPTED["job_id"]
+    keys = {seen["headers"]["Idempotency-Key"] for seen in script.seen}
+    assert len(script.seen) == 3 and keys == {job.idempotency_key}
+    assert all(seen["headers"]["Authorization"].startswith("AWS4-HMAC-SHA256 ") for seen in script.seen)
+    assert "/eu-west-1/execute-api/aws4_request" in script.seen[0]["headers"]["Authorization"]
+    assert json.loads(script.seen[0]["body"]) == {"prompt": "p", "seed": 1}
+
+
+def test_a_refusal_is_not_retried_and_lists_every_problem(api) -> None:
+    url, script = api
+    problems = [{"field": "prompt", "message": "String should have at least 1 character"},
+                {"field": "video.num_frames", "message": "must be 4k+1"}]  # fmt: skip
+    script.answers = [(400, {"error": {"code": "InvalidRequest", "message": "...", "problems": problems}}, {}, 0)]
+    with pytest.raises(InvalidRequestError) as refused:
+        _client(url).submit("")
+    assert len(script.seen) == 1
+    assert [(p.field, p.message) for p in refused.value.problems] == [(p["field"], p["message"]) for p in problems]
+    assert "video.num_frames: must be 4k+1" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (403, {"message": "The security token included in the request is invalid."}, ForbiddenError),
+        (404, {"error": {"code": "JobNotFound", "message": "no job"}}, NotFoundError),
+        (500, "not json at all", ServerError),
+    ],
+)
+def test_errors_are_typed(api, status: int, body: Any, kind: type) -> None:
+    url, script = api
+    script.answers = [(status, body, {}, 0)]
+    with pytest.raises(kind) as raised:
+        _client(url, attempts=2).job("00000000-0000-4000-8000-000000000001")
+    assert raised.value.status == status
+    assert len(script.seen) == 1  # 403/404/500 are answers, not transient failures
+
+
+def test_a_get_gives_up_after_its_attempts(api) -> None:
+    url, script = api
+    script.answers = [(503, {"error": {"code": "Unavailable", "message": "busy"}}, {}, 0)]
+    with pytest.raises(ServerError) as raised:
+        _client(url, attempts=3).job("00000000-0000-4000-8000-000000000001")
+    assert raised.value.code == "Unavailable" and len(script.seen) == 3
+
+
+def test_an_unreachable_api_is_a_transport_error() -> None:
+    # Port 9 (discard) on loopback: refused, no packet leaves the machine.
+    with pytest.raises(TransportError, match="unreachable"):
+        _client("http://127.0.0.1:9", attempts=2).job("00000000-0000-4000-8000-000000000001")
+
+
+def test_an_unsafe_request_without_a_key_is_never_repeated(api) -> None:
+    url, script = api
+    script.answers = [(503, {"error": {"code": "Busy", "message": "busy"}}, {}, 0), (200, {}, {}, 0)]
+    reply = _client(url).transport.exchange("POST", "/jobs", {"prompt": "p"})
+    assert reply.status == 503 and len(script.seen) == 1
