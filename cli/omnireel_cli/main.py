@@ -86,7 +86,7 @@ class Parser(argparse.ArgumentParser):
         choice = re.search(r"invalid choice: '([^']*)'", message)
         if choice:
             choices = [c for a in self._actions if a.choices for c in a.choices]  # type: ignore[union-attr]
-            close = difflib.get_close_matches(choice[1], [str(c) for c in choices], n=3, cutoff=0.5)
+            close = difflib.get_close_matches(choice[1], [str(c) for c in choices], n=3, cutoff=0.6)
         else:
             unknown = re.search(r"unrecognized arguments: (\S+)", message)
             if not unknown or not unknown[1].startswith("-"):
@@ -289,6 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--token", help="relay bearer token (overrides the stack's)")
     speak.add_argument("--timeout", type=float, default=60.0, help="max seconds for the whole utterance (default 60)")
     speak.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    ui = commands.add_parser(
+        "ui", parents=[target], help="a page on loopback: submit, watch stages, play the MP4, cancel, list, batches",
+        description="Serve a page on loopback (default http://127.0.0.1:8092/) to submit a prompt, watch its stages "
+        "live, see the image, play the MP4, cancel it, list your jobs and follow a batch's counts. The page calls "
+        "this process, which calls the API through the Python client as you (the local stack, or --stack). "
+        "Runs until Ctrl-C.",
+    )  # fmt: skip
+    ui.add_argument("--listen", default="127.0.0.1:8092", help="loopback HOST:PORT (default 127.0.0.1:8092; :0 = any)")
 
     proxy = commands.add_parser(
         "tts-proxy", parents=[target], help="loopback forwarder that adds the relay token (for header-less clients)",
@@ -603,6 +612,13 @@ def cmd_tts_proxy(args: argparse.Namespace) -> int:
     return tts_proxy.run(tts.resolve(args.stack, args.region, args.url, args.token), args.listen)
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from . import ui
+
+    ui.parse_listen(args.listen)  # refuse a non-loopback address before looking anything up
+    return ui.serve(_target(args), args.listen)
+
+
 def cmd_smoke(args: argparse.Namespace) -> int:
     try:
         width, height = (int(x) for x in args.image_size.lower().split("x"))
@@ -688,6 +704,7 @@ COMMANDS = {
     "demo": cmd_demo,
     "tts": cmd_tts,
     "tts-proxy": cmd_tts_proxy,
+    "ui": cmd_ui,
     "smoke": cmd_smoke,
     "invoke": cmd_invoke,
     "logs": cmd_logs,
