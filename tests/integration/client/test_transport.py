@@ -141,3 +141,41 @@ def test_an_unsafe_request_without_a_key_is_never_repeated(api) -> None:
     script.answers = [(503, {"error": {"code": "Busy", "message": "busy"}}, {}, 0), (200, {}, {}, 0)]
     reply = _client(url).transport.exchange("POST", "/jobs", {"prompt": "p"})
     assert reply.status == 503 and len(script.seen) == 1
+
+
+def test_for_stack_reads_the_api_url_output_and_signs_with_the_standard_chain(api) -> None:
+    import boto3
+    from moto import mock_aws
+
+    import botocore.session
+
+    url, script = api
+    script.answers = [(202, ACCEPTED, {}, 0)]
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": {"ApiUrl": {"Value": url}}}
+    with mock_aws():
+        boto3.client("cloudformation", region_name="eu-west-1").create_stack(
+            StackName="prod", TemplateBody=json.dumps(template)
+        )
+        client = Client.for_stack("prod", "eu-west-1")
+        chain = botocore.session.Session().get_credentials().access_key  # what the standard chain finds here
+    assert client.api_url == url and client.outputs["ApiUrl"] == url
+    client.submit("p")
+    assert f"Credential={chain}/" in script.seen[-1]["headers"]["Authorization"]
+
+
+def test_for_stack_without_the_output_or_the_stack_is_a_clear_error(monkeypatch) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from omnireel_client import CredentialsError
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDSTANDARDCHAIN")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    with mock_aws():
+        boto3.client("cloudformation", region_name="eu-west-1").create_stack(
+            StackName="bare", TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+        )
+        with pytest.raises(CredentialsError, match="no ApiUrl output"):
+            Client.for_stack("bare", "eu-west-1")
+        with pytest.raises(CredentialsError, match="cannot read stack missing"):
+            Client.for_stack("missing", "eu-west-1")
