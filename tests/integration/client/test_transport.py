@@ -145,9 +145,8 @@ def test_an_unsafe_request_without_a_key_is_never_repeated(api) -> None:
 
 def test_for_stack_reads_the_api_url_output_and_signs_with_the_standard_chain(api) -> None:
     import boto3
-    from moto import mock_aws
-
     import botocore.session
+    from moto import mock_aws
 
     url, script = api
     script.answers = [(202, ACCEPTED, {}, 0)]
