@@ -42,10 +42,22 @@ def _locked(base: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def unwrap(body: str) -> dict[str, Any] | None:
+    """An SNS->SQS envelope (or a raw message) -> the job event."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get("Type") == "Notification" and "Message" in data:
+        try:
+            data = json.loads(data["Message"])
+        except ValueError:
+            return None
+    return data if isinstance(data, dict) else None
+
+
 def drain(sqs: Any, url: str, base: Path, wait_s: int = 0) -> int:
     """Move the queue's messages into the log; returns how many events were appended."""
-    from .jobs import unwrap
-
     appended = 0
     for batch in range(MAX_DRAIN_BATCHES):
         messages = sqs.receive_message(

@@ -539,7 +539,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    return jobs.events(_target(args), args.follow, args.json, args.timeout, job_id=args.job)
+    from . import events
+
+    return events.events(_target(args), args.follow, args.json, args.timeout, job_id=args.job)
 
 
 def _video_facts(path: Path) -> str:
@@ -556,13 +558,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.stack:
         local_stack.up()
     target = _target(args)
-    tap = jobs.EventTap(target)
+    from . import events
+
+    tap = events.EventTap(target)
     try:
         accepted = jobs.submit(target, _request(args, args.prompt))
         job_id = accepted.job_id
         print(f"submitted job {job_id}: {args.prompt!r}", file=sys.stderr)
         job = jobs.wait(target, accepted, args.timeout)
-        event = jobs.wait_for_event(tap.sqs, tap.url, job_id, timeout=20)
+        event = events.wait_for_event(tap.sqs, tap.url, job_id, timeout=20)
     finally:
         tap.close()
     directory = args.out / job_id

@@ -71,20 +71,17 @@ class Speech:
 
 # ---------------------------------------------------------------- where the relay is
 def _secret_token(target: Target, secret_id: str) -> str:
-    """The token in the relay's secret: a plain string or ``{"token": ...}`` (as the relay reads it)."""
+    """The token in the relay's secret, parsed as the relay parses it (``omnireel_relay.token_secret``)."""
+    from omnireel_relay.token_secret import TokenSourceError, token_from_secret_string
+
     try:
         value = target.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
     except Exception as exc:
         raise InfraError(f"cannot read the relay token from {secret_id}: {exc}") from exc
     try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value.strip()
-    if isinstance(parsed, dict) and isinstance(parsed.get("token"), str):
-        return parsed["token"]
-    if isinstance(parsed, str):
-        return parsed
-    raise InfraError(f"the relay secret {secret_id} is neither a string nor a JSON object with a 'token' key")
+        return token_from_secret_string(value, secret_id)
+    except TokenSourceError as exc:
+        raise InfraError(f"the relay {exc}") from None
 
 
 def relay_of(target: Target) -> Relay | None:

@@ -15,32 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 
 from .protocol import BEARER_SUBPROTOCOL_PREFIX
 from .settings import Settings
+from .token_secret import TokenSourceError, token_from_secret_string
+
+__all__ = ["Authenticator", "TokenSourceError", "load_token"]
 
 log = logging.getLogger(__name__)
-
-
-class TokenSourceError(RuntimeError):
-    pass
 
 
 def _fetch_secret(secret_id: str, region: str | None) -> str:
     import boto3
 
     value = boto3.client("secretsmanager", region_name=region).get_secret_value(SecretId=secret_id)["SecretString"]
-    try:
-        obj = json.loads(value)
-    except ValueError:
-        return value.strip()
-    if isinstance(obj, dict) and isinstance(obj.get("token"), str):
-        return obj["token"]
-    if isinstance(obj, str):
-        return obj
-    raise TokenSourceError(f"secret {secret_id} must be a string or a JSON object with a 'token' key")
+    return token_from_secret_string(value, secret_id)
 
 
 def _fetch_parameter(name: str, region: str | None) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection, Request
@@ -12,15 +12,20 @@ from .config import EmulatorConfig, RouteKind
 from .errors import EmulatorError, validation_error
 from .faults import FaultInjector
 
-if TYPE_CHECKING:
-    from .videos import VideoJobStore
+
+class JobStore(Protocol):
+    """The async video job store (``videos.VideoJobStore``), held here without importing the video routes."""
+
+    jobs: dict[str, Any]
+
+    def shutdown(self) -> None: ...
 
 
 @dataclass
 class EmulatorState:
     config: EmulatorConfig
     injector: FaultInjector
-    video_jobs: VideoJobStore
+    video_jobs: JobStore
     extra: dict[str, Any] = field(default_factory=dict)
 
     def replace_config(self, config: EmulatorConfig) -> None:

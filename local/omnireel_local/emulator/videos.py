@@ -433,6 +433,12 @@ class VideoJobStore:
                 job.task.cancel()
 
 
+def job_store(state: EmulatorState) -> VideoJobStore:
+    store = state.video_jobs
+    assert isinstance(store, VideoJobStore)
+    return store
+
+
 async def create_video(request: Request) -> Response:
     state = get_state(request)
     parsed = await parse_video_form(request, state)
@@ -449,14 +455,14 @@ async def create_video(request: Request) -> Response:
         seconds=parsed.request.seconds or "4",
         created_at=int(time.time()),
     )
-    store = state.video_jobs
+    store = job_store(state)
     store.jobs[job.id] = job
     job.task = asyncio.get_running_loop().create_task(store.run(job, state, parsed, params, decision))
     return JSONResponse(job.to_response())
 
 
 def _job(request: Request) -> VideoJob:
-    job = get_state(request).video_jobs.jobs.get(request.path_params["video_id"])
+    job = job_store(get_state(request)).jobs.get(request.path_params["video_id"])
     if job is None:
         raise EmulatorError(404, "Video not found")
     return job
@@ -487,7 +493,7 @@ async def delete_video(request: Request) -> Response:
     job = _job(request)
     if job.task is not None and not job.task.done():
         job.task.cancel()
-    get_state(request).video_jobs.jobs.pop(job.id, None)
+    job_store(get_state(request)).jobs.pop(job.id, None)
     return JSONResponse({"id": job.id, "deleted": True, "object": "video.deleted"})
 
 
@@ -502,7 +508,7 @@ async def list_videos(request: Request) -> Response:
         raise EmulatorError(400, "limit must be an integer") from exc
     if not 0 <= limit <= 100:
         raise EmulatorError(400, "limit must be between 0 and 100")
-    jobs = list(get_state(request).video_jobs.jobs.values())
+    jobs = list(job_store(get_state(request)).jobs.values())
     if order == "desc":
         jobs.reverse()
     if after := params.get("after"):
