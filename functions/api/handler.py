@@ -250,7 +250,9 @@ def domain_error(exc: OmnireelError) -> Response:
     and, for the errors that name a resource, where it stands."""
     error: dict[str, object] = {"code": exc.code, "message": bounded(exc.message)}
     if isinstance(exc, InvalidRequest) and exc.problems:
-        error["problems"] = exc.problems  # each problem as {"field", "message"} (bounded in number and size)
+        error["problems"] = exc.problems  # each problem as {"field", "message"}, within a byte budget
+        if exc.problems_omitted:
+            error["problems_omitted"] = exc.problems_omitted
     body: dict[str, object] = {"error": error}
     headers: dict[str, str] = {"Retry-After": "5"} if status_of(exc) == 503 else {}
     if isinstance(exc, JobFinished):

@@ -5,9 +5,11 @@ their policies) and STS backend (assumed-role sessions and their tokens) directl
 - refuses a request without a SigV4 ``Authorization`` header (403 ``Forbidden``), with a malformed one, with an
   unknown, inactive or expired access key, with a session key and no (or the wrong) ``X-Amz-Security-Token``, with a
   signature that does not match, or with an ``X-Amz-Date`` more than 5 minutes off;
-- allows the call only if the principal's identity policies allow ``execute-api:Invoke`` on the route's ARN
-  (``arn:aws:execute-api:<region>:<account>:<api-id>/<stage>/<METHOD>/<path>``): identity policies only (inline,
-  attached, group), no resource policy, SCP, permissions boundary or session policy, conditions not evaluated;
+- allows the call only if the principal's policies allow ``execute-api:Invoke`` on the route's ARN
+  (``arn:aws:execute-api:<region>:<account>:<api-id>/<stage>/<METHOD>/<path>``), decided as every other call of the
+  local AWS is (``iam_decision``: the identity policies moto stores for the key -- inline, attached, group, role --
+  evaluated by ``iam_policy`` with their Conditions; the API has no resource policy; no SCP, permissions boundary
+  or session policy);
 - reports the caller as ``requestContext.authorizer.iam`` (``userArn``, ``userId``, ``callerId``, ``accessKey``,
   ``accountId``) with the values API Gateway reports: for an assumed role the STS ARN with its session name.
 
@@ -27,7 +29,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest, HTTPHeaders
 from botocore.credentials import Credentials
 
-from . import iam_policy
+from . import iam_decision, iam_policy
 
 SERVICE = "execute-api"
 ACTION = "execute-api:Invoke"
@@ -62,7 +64,6 @@ class Principal:
     user_id: str
     secret_key: str
     session_token: str | None
-    policies: list[Any]
 
     def authorizer_iam(self) -> dict[str, Any]:
         return {
@@ -93,38 +94,14 @@ def _principal(access_key: str, session_token: str | None) -> Principal:
                 if session_token is not None:
                     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
                 user = backend.get_user(key.user_name)
-                policies = _user_policies(backend, user.name)
-                return Principal(access_key, account_id, user.arn, user.id, key.secret_access_key, None, policies)
+                return Principal(access_key, account_id, user.arn, user.id, key.secret_access_key, None)
             session = sts_backends[account_id][partition].get_assumed_role_from_access_key(access_key)
             if session is None or session_token != session.session_token:
                 raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
             if session.expiration.replace(tzinfo=UTC) <= datetime.now(UTC):
                 raise Refused(EXPIRED_TOKEN, "ExpiredTokenException")
-            role_name = session.role_arn.split("/")[-1]
-            policies = _role_policies(backend, role_name)
-            return Principal(
-                access_key, account_id, session.arn, session.user_id, key.secret_access_key, session_token, policies
-            )
+            return Principal(access_key, account_id, session.arn, session.user_id, key.secret_access_key, session_token)
     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
-
-
-def _user_policies(backend: Any, user_name: str) -> list[Any]:
-    policies: list[Any] = [backend.get_user_policy(user_name, n) for n in backend.list_user_policies(user_name)]
-    policies += backend.list_attached_user_policies(user_name)[0]
-    for group in backend.get_groups_for_user(user_name):
-        policies += [backend.get_group_policy(group.name, n) for n in backend.list_group_policies(group.name)]
-        policies += backend.list_attached_group_policies(group.name)[0]
-    return policies
-
-
-def _role_policies(backend: Any, role_name: str) -> list[Any]:
-    try:
-        names = backend.list_role_policies(role_name)
-    except Exception:  # noqa: BLE001 - a session of a role deleted since: no policies, so nothing is allowed
-        return []
-    policies: list[Any] = [backend.get_role_policy(role_name, n)[1] for n in names]
-    policies += backend.list_attached_role_policies(role_name)[0]
-    return policies
 
 
 class _SignedHeadersOnly(SigV4Auth):
@@ -204,38 +181,25 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
     if not hmac.compare_digest(expected, match["signature"]):
         raise Refused(SIGNATURE_MISMATCH, "InvalidSignatureException")
 
-    if not _allowed(principal.policies, route_arn):
+    decision, _ = _decide(principal, target, body, route_arn)
+    if decision != iam_policy.ALLOW:
         raise Refused(
-            f"User: {principal.user_arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}",
+            f"User: {principal.user_arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}"
+            + (" with an explicit deny" if decision == iam_policy.DENY else ""),
             "AccessDeniedException",
         )
     return principal
 
 
-def _allowed(policies: list[Any], resource: str) -> bool:
-    """IAM's rule over the identity policies: an explicit Deny wins, else some Allow is needed.
-
-    moto's own evaluator is not used: it turns patterns into regular expressions without escaping them, so the ``$`` of
-    the ``$default`` stage in every execute-api ARN never matches; documents and wildcards are read by ``iam_policy``.
-    Conditions are not evaluated here; to stay on the strict side an Allow with a Condition allows nothing and a Deny
-    with a Condition denies.
-    """
-    allowed = False
-    statements = (s for policy in policies for s in iam_policy.as_list(iam_policy.document(policy).get("Statement")))
-    for statement in statements:
-        if not (_matches(statement, "Action", ACTION, fold=True) and _matches(statement, "Resource", resource)):
-            continue
-        if statement.get("Effect") == "Deny":
-            return False
-        allowed = allowed or (statement.get("Effect") == "Allow" and not statement.get("Condition"))
-    return allowed
-
-
-def _matches(statement: dict[str, Any], element: str, value: str, fold: bool = False) -> bool:
-    """``Action``/``NotAction`` (or ``Resource``/``NotResource``) of a statement against ``value``."""
-    negated = f"Not{element}" in statement
-    patterns = iam_policy.as_list(statement.get(f"Not{element}" if negated else element))
-    return any(iam_policy.wildcard(p, value, ignore_case=fold) for p in patterns) != negated
+def _decide(principal: Principal, target: str, body: bytes, route_arn: str) -> tuple[str, str]:
+    """``execute-api:Invoke`` on the route, decided as every call of the local AWS is (``iam_decision``): the caller's
+    policies as moto stores them, evaluated by ``iam_policy`` with their Conditions (``aws:username``,
+    ``aws:PrincipalArn``, ``aws:SourceIp``, ...)."""
+    account = principal.account_id
+    key = iam_decision.access_key(account, principal.access_key, principal.session_token)
+    caller = iam_policy.Principal(key.arn, account)
+    context = iam_policy.request_context(SERVICE, ACTION, target, {}, body, caller)
+    return iam_decision.decide(key, ACTION, route_arn, context, account)
 
 
 def _stamp(moment: datetime) -> str:

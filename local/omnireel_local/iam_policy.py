@@ -18,6 +18,7 @@ A call whose resource it cannot name is evaluated against ``"*"``: only a statem
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import re
@@ -67,6 +68,14 @@ def _bool(actual: str, expected: str) -> bool:
     return str(actual).lower() == str(expected).lower()
 
 
+def _ip_address(actual: str, expected: str) -> bool:
+    """``IpAddress``: the address is in the CIDR block (or is the address) given."""
+    try:
+        return ipaddress.ip_address(str(actual)) in ipaddress.ip_network(str(expected), strict=False)
+    except ValueError:
+        return False
+
+
 def _numeric(compare: Any) -> Any:
     def check(actual: str, expected: str) -> bool:
         try:
@@ -90,6 +99,8 @@ _OPERATORS: dict[str, tuple[Any, bool]] = {
     "ArnNotEquals": (_string_like, True),
     "ArnNotLike": (_string_like, True),
     "Bool": (_bool, False),
+    "IpAddress": (_ip_address, False),
+    "NotIpAddress": (_ip_address, True),
     "NumericEquals": (_numeric(lambda a, e: a == e), False),
     "NumericNotEquals": (_numeric(lambda a, e: a == e), True),
     "NumericLessThan": (_numeric(lambda a, e: a < e), False),

@@ -8,7 +8,6 @@ mismatch would make the local stack lie. To move to a new moto, re-verify each p
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import logging
@@ -25,7 +24,7 @@ from urllib.parse import unquote, unquote_plus
 
 import moto
 
-from . import fault_injection, iam_policy
+from . import fault_injection, iam_decision, iam_policy
 from .identities import ServiceCredentials, session_expired
 from .lambda_runner import Invocation, InvokeResult, LambdaRunner
 from .sagemaker_hosting import SageMakerHosting
@@ -1331,37 +1330,7 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         exc.code = status
         return exc
 
-    def resource_policies(resource: str, account: str) -> list[dict[str, Any]]:
-        """The resource policy that governs the call's resource: a bucket's, a topic's or a queue's."""
-        policy: Any = None
-        if resource.startswith("arn:aws:s3:::") and resource != "arn:aws:s3:::*":
-            bucket = s3_backends[account]["aws"].buckets.get(resource[len("arn:aws:s3:::") :].split("/", 1)[0])
-            policy = bucket.policy if bucket is not None else None
-        elif resource.startswith(("arn:aws:sns:", "arn:aws:sqs:")):
-            from moto.sns.models import sns_backends
-            from moto.sqs.models import sqs_backends
-
-            _, _, service, region, _, name = resource.split(":", 5)
-            with contextlib.suppress(Exception):  # an unknown topic or queue: the service answers it
-                if service == "sns":
-                    policy = sns_backends[account][region].get_topic(resource).policy
-                else:
-                    policy = sqs_backends[account][region].get_queue(name).policy
-        return [iam_policy.document(policy)] if policy else []
-
-    def decide(key: Any, action: str, resource: str, context: dict[str, Any], account: str) -> tuple[str, str]:
-        principal = iam_policy.Principal(key.arn, account)
-        identity = iam_policy.evaluate(
-            [iam_policy.document(p) for p in key.collect_policies()], action, resource, context, principal
-        )
-        on_resource = iam_policy.evaluate(
-            resource_policies(resource, account), action, resource, context, principal, resource_policy=True
-        )
-        if iam_policy.DENY in (identity, on_resource):
-            return iam_policy.DENY, "an explicit deny in a policy"
-        if iam_policy.ALLOW in (identity, on_resource):
-            return iam_policy.ALLOW, ""
-        return iam_policy.NEUTRAL, "no identity-based policy allows the action"
+    decide = iam_decision.decide  # the caller's policies and the resource's, one evaluator (iam_decision.py)
 
     def presigned_key(self: Any, query: dict[str, list[str]], account: str) -> tuple[str, dict[str, str]]:
         """Verify a presigned S3 URL (SigV4 query authentication); returns (access key id, headers).
@@ -1522,7 +1491,6 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         self._omnireel_caller = (key, principal)
 
     def _bucket_exists(resource: str, account: str) -> bool:
-        from moto.s3.models import s3_backends
 
         bucket = resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
         if not bucket or bucket == "*":

@@ -84,10 +84,10 @@ def test_a_retried_submit_after_a_lost_answer_is_one_job(
 
     assert [f["status"] for f in lossy_api.forwarded] == [202, 202], "the CLI retried once after the lost answer"
     keys = [f["headers"].get("Idempotency-Key") for f in lossy_api.forwarded]
-    assert keys[0] and keys[0] == keys[1] == accepted["idempotency_key"]
+    assert keys[0] and keys[0] == keys[1] == accepted.idempotency_key
     started = [e["name"] for e in executions(door_state) if e["name"] not in before]
     # Each job record names its own execution (job id + suffix): one submit, one record, one execution.
-    assert [job_id_of_execution(name) for name in started] == [accepted["job_id"]], "one submit, one job"
+    assert [job_id_of_execution(name) for name in started] == [accepted.job_id], "one submit, one job"
 
 
 def test_submit_prints_its_key_and_honours_a_given_one(door_stack: LocalStack) -> None:

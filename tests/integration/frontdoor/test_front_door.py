@@ -10,6 +10,7 @@ import hashlib
 import json
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 from botocore.credentials import Credentials
 
-from tests.integration.frontdoor.client import FrontDoorClient, executions, new_role, new_user, session_of
+from tests.integration.frontdoor.client import FrontDoorClient, aws, executions, new_role, new_user, session_of
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -193,3 +194,51 @@ def test_a_signed_content_hash_that_matches_the_body_is_accepted(door: FrontDoor
     headers = [("Content-Type", "application/json"), ("X-Amz-Content-SHA256", hashlib.sha256(body).hexdigest())]
     reply = door.request("POST", "/jobs", body, headers)
     assert reply.status == 202, reply.body
+
+
+# ---------------------------------------------------------------- issue 29 item 2: one evaluator, Conditions included
+INVOKE = "execute-api:Invoke"
+ANY_ROUTE = "arn:aws:execute-api:*:*:*/*/*/*"
+
+
+def _user_with(state: dict[str, Any], statements: Callable[[str], list[dict[str, Any]]]) -> Credentials:
+    """A user whose only policy is ``statements(its user name)`` (for ``aws:username`` Conditions)."""
+    arn, credentials = new_user(state, may_invoke=False)
+    name = arn.rsplit("/", 1)[1]
+    policy = {"Version": "2012-10-17", "Statement": statements(name)}
+    aws(state, "iam").put_user_policy(UserName=name, PolicyName="invoke", PolicyDocument=json.dumps(policy))
+    return credentials
+
+
+def _deny_if(username: str) -> dict[str, Any]:
+    return {"Effect": "Deny", "Action": INVOKE, "Resource": ANY_ROUTE,
+            "Condition": {"StringEquals": {"aws:username": username}}}  # fmt: skip
+
+
+ALLOW_INVOKE = {"Effect": "Allow", "Action": INVOKE, "Resource": ANY_ROUTE}
+
+
+def test_a_deny_whose_condition_does_not_match_the_caller_does_not_deny(
+    door: FrontDoorClient, door_state: dict[str, Any]
+) -> None:
+    """AWS evaluates the Deny's Condition: another user's name does not match this caller, so the Allow stands (the
+    front door used to ignore Conditions and refuse)."""
+    credentials = _user_with(door_state, lambda name: [ALLOW_INVOKE, _deny_if("someone-else")])
+    reply = door.as_(credentials).request("GET", "/jobs", b"", [])
+    assert reply.status == 200, reply.body
+
+
+def test_a_deny_whose_condition_matches_the_caller_denies(door: FrontDoorClient, door_state: dict[str, Any]) -> None:
+    credentials = _user_with(door_state, lambda name: [ALLOW_INVOKE, _deny_if(name)])
+    reply = door.as_(credentials).request("GET", "/jobs", b"", [])
+    assert reply.status == 403 and reply.json["message"].endswith("with an explicit deny"), reply.body
+    assert set(reply.json) == {"message"}
+
+
+@pytest.mark.parametrize(("network", "status"), [("127.0.0.0/8", 200), ("203.0.113.0/24", 403)])
+def test_an_allow_applies_only_where_its_condition_holds(
+    door: FrontDoorClient, door_state: dict[str, Any], network: str, status: int
+) -> None:
+    allow = {**ALLOW_INVOKE, "Condition": {"IpAddress": {"aws:SourceIp": network}}}
+    credentials = _user_with(door_state, lambda name: [allow])
+    assert door.as_(credentials).request("GET", "/jobs", b"", []).status == status

@@ -35,9 +35,11 @@ class InvalidRequest(OmnireelError):
 
     code = "InvalidRequest"
 
-    def __init__(self, message: str, *, problems: list[dict[str, str]] | None = None, code: str | None = None) -> None:
+    def __init__(self, message: str, *, problems: list[dict[str, str]] | None = None, problems_omitted: int = 0,
+                 code: str | None = None) -> None:  # fmt: skip
         super().__init__(message, code=code)
         self.problems = problems or []
+        self.problems_omitted = problems_omitted
 
 
 class SourceVersionGone(InvalidRequest):

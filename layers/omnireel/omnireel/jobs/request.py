@@ -338,7 +338,9 @@ def _struct(table: _Table, data: dict[Any, Any], loc: tuple[str, ...], problems:
     return table.struct(**values)
 
 
-MAX_PROBLEMS = 50  # listed one by one in a 400's body (the message lists them too, bounded)
+# A 400 lists its problems one by one as data too, within a byte budget beside the (bounded) message, so the whole
+# answer stays small however many problems the request has (the message lists them all, bounded).
+MAX_PROBLEMS_BYTES = 768
 
 
 def _where(problem: _Invalid) -> str:
@@ -351,9 +353,17 @@ def _describe(problems: list[_Invalid]) -> str:
 
 
 def _invalid(problems: list[_Invalid]) -> InvalidRequest:
-    """The 400: every problem in the message, and each as ``{"field", "message"}`` (at most ``MAX_PROBLEMS``)."""
-    listed = [{"field": _where(p), "message": bounded(p.message, 200)} for p in problems[:MAX_PROBLEMS]]
-    return InvalidRequest(_describe(problems), problems=listed)
+    """The 400: every problem in the message, and as many as fit ``MAX_PROBLEMS_BYTES`` as ``{"field", "message"}``
+    (``problems_omitted``: how many did not)."""
+    listed: list[dict[str, str]] = []
+    size = 0
+    for problem in problems:
+        item = {"field": _where(problem), "message": bounded(problem.message, 200)}
+        size += len(item["field"].encode()) + len(item["message"].encode()) + 30  # 30: the JSON around them
+        if size > MAX_PROBLEMS_BYTES:
+            break
+        listed.append(item)
+    return InvalidRequest(_describe(problems), problems=listed, problems_omitted=len(problems) - len(listed))
 
 
 def parse_job_request(data: Any, *, default_video_steps: int | None = None) -> JobRequest:
