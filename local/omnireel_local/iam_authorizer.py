@@ -18,18 +18,14 @@ The account root has no access key in moto, so root callers cannot be tested loc
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest, HTTPHeaders
 from botocore.credentials import Credentials
 
-from . import iam_decision, iam_policy
+from . import iam_decision, iam_policy, sigv4
 
 SERVICE = "execute-api"
 ACTION = "execute-api:Invoke"
@@ -104,21 +100,6 @@ def _principal(access_key: str, session_token: str | None) -> Principal:
     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
 
 
-class _SignedHeadersOnly(SigV4Auth):
-    """botocore's SigV4 over exactly the headers the client says it signed."""
-
-    def __init__(self, credentials: Credentials, region: str, signed: list[str]):
-        super().__init__(credentials, SERVICE, region)
-        self._signed = signed
-
-    def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
-        headers = HTTPHeaders()
-        for name, value in request.headers.items():
-            if name.lower() in self._signed:
-                headers[name.lower()] = value
-        return headers
-
-
 def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body: bytes, region: str,
               route_arn: str, now: datetime | None = None) -> Principal:  # fmt: skip
     """Check the request's SigV4 signature and the caller's ``execute-api:Invoke`` permission; raise ``Refused``."""
@@ -167,18 +148,14 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
     token = lowered.get("x-amz-security-token", [None])[-1]
     principal = _principal(access_key, token)
 
-    request = AWSRequest(method=method, url=f"http://{lowered.get('host', [''])[-1]}{target}", data=body)
-    for name, value in headers:
-        if name.lower() in signed:
-            request.headers[name] = value  # HTTPHeaders keeps repeated headers (signed as "a,b")
-    request.context["timestamp"] = amz_date
-    signer = _SignedHeadersOnly(Credentials(access_key, principal.secret_key, token), region, signed)
-    # The payload hash is the hash of the body as received, as API Gateway computes it: botocore's canonical request
-    # would take a signed X-Amz-Content-SHA256 header's word for it (or "UNSIGNED-PAYLOAD"), so a body other than the
-    # one signed would pass (issue 27 item 7). The canonical request's last line is the payload hash.
-    canonical = signer.canonical_request(request).rsplit("\n", 1)[0] + "\n" + hashlib.sha256(body).hexdigest()
-    expected = signer.signature(signer.string_to_sign(request, canonical), request)
-    if not hmac.compare_digest(expected, match["signature"]):
+    # The payload line is the hash of the body as received, as API Gateway computes it: a signed X-Amz-Content-SHA256
+    # of another body (or "UNSIGNED-PAYLOAD") does not pass (issue 27 item 7). Canonicalisation is botocore's (sigv4).
+    expected = sigv4.header_signature(
+        method=method, url=f"http://{lowered.get('host', [''])[-1]}{target}", headers=headers, body=body,
+        signed=signed, credentials=Credentials(access_key, principal.secret_key, token), service=SERVICE,
+        region=region, amz_date=amz_date, payload=sigv4.received_body_hash(body),
+    )  # fmt: skip
+    if not sigv4.matches(expected, match["signature"]):
         raise Refused(SIGNATURE_MISMATCH, "InvalidSignatureException")
 
     decision, _ = _decide(principal, target, body, route_arn)

@@ -24,7 +24,7 @@ from urllib.parse import unquote, unquote_plus
 
 import moto
 
-from . import fault_injection, iam_decision, iam_policy
+from . import fault_injection, iam_decision, iam_policy, sigv4
 from .identities import ServiceCredentials, session_expired
 from .lambda_runner import Invocation, InvokeResult, LambdaRunner
 from .sagemaker_hosting import SageMakerHosting
@@ -1305,11 +1305,8 @@ _JSON_SERVICES = {"dynamodb", "lambda", "states", "sagemaker", "events", "secret
 
 def _apply_iam(service_credentials: ServiceCredentials) -> None:
     """Patches 9-13: IAM enforcement as AWS does it (off until ``enforce_iam``). See iam_policy.py for the evaluator."""
-    import hashlib
-    import hmac
-    from urllib.parse import parse_qs, quote, urlparse
+    from urllib.parse import parse_qs, urlencode, urlparse
 
-    from botocore.awsrequest import AWSRequest
     from moto import settings as moto_settings
     from moto.core.authorization import ActionAuthenticatorMixin
     from moto.core.exceptions import JsonRESTError
@@ -1356,57 +1353,52 @@ def _apply_iam(service_credentials: ServiceCredentials) -> None:
         except access_control.CreateAccessKeyFailure as exc:
             raise error("s3", "InvalidAccessKeyId" if exc.reason == "InvalidId" else "InvalidToken",
                         "The AWS Access Key Id you provided does not exist in our records.", 403) from exc  # fmt: skip
-        secret = key.create_credentials().secret_key
-        raw_query = urlparse(self.uri).query
-        scope = first("X-Amz-Credential").split("/", 1)[1]
-        pairs = sorted(
-            (quote(k, safe="-_.~"), quote(v, safe="-_.~"))
-            for k, values in parse_qs(raw_query, keep_blank_values=True).items()
-            if k != "X-Amz-Signature"
-            for v in values
-        )
-        signed_headers = first("X-Amz-SignedHeaders").split(";")
-        canonical_headers = "".join(f"{h}:{str(self.headers.get(h, '')).strip()}\n" for h in signed_headers)
-        canonical = "\n".join([
-            self.method, self.raw_path, "&".join(f"{k}={v}" for k, v in pairs), canonical_headers,
-            ";".join(signed_headers), "UNSIGNED-PAYLOAD",
-        ])  # fmt: skip
-        to_sign = "\n".join(
-            ["AWS4-HMAC-SHA256", first("X-Amz-Date"), scope, hashlib.sha256(canonical.encode()).hexdigest()]
-        )
-        signing_key = f"AWS4{secret}".encode()
-        for part in scope.split("/"):
-            signing_key = hmac.new(signing_key, part.encode(), hashlib.sha256).digest()
-        expected = hmac.new(signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
-        given = first("X-Amz-Signature")
-        if not hmac.compare_digest(expected, given):
+        url = f"http://{self.headers.get('Host', 'localhost')}{self.raw_path}?{urlparse(self.uri).query}"
+        scope_region = ([*first("X-Amz-Credential").split("/"), "", "", ""])[2]
+        expected = sigv4.presigned_signature(method=self.method, url=url, headers=list(self.headers.items()),
+                                             credentials=key.create_credentials(), region=scope_region)  # fmt: skip
+        if not sigv4.matches(expected, first("X-Amz-Signature")):
             raise error("s3", "SignatureDoesNotMatch", "The request signature we calculated does not match the "
                         "signature you provided. Check your key and signing method.", 403)  # fmt: skip
         return access_key_id, pseudo_headers
 
     def signature_matches(request: Any) -> bool:
-        signed = request._get_string_between("SignedHeaders=", ",", request._headers["Authorization"]).split(";")
-        headers = request._create_headers_for_aws_request(signed, request._headers)
-        date = next((v for k, v in headers.items() if k.lower() == "x-amz-date"), "")
-        given = request._get_string_between("Signature=", ",", request._headers["Authorization"])
+        """The request's SigV4 header signature, verified by ``sigv4`` (botocore's canonical request, the body as
+        received). moto hands some requests over transformed, so each spelling it may have made is tried: REST paths
+        without their trailing slash (Lambda ListFunctions), and a form POST whose body the form parser consumed
+        (its parameters re-encoded as moto does)."""
+        authorization = request._headers["Authorization"]
+        signed = request._get_string_between("SignedHeaders=", ",", authorization).split(";")
+        given = request._get_string_between("Signature=", ",", authorization)
+        headers = list(request._create_headers_for_aws_request(signed, request._headers).items())
+        date = next((v for k, v in headers if k.lower() == "x-amz-date"), "")
+        declared = next((v for k, v in headers if k.lower() == "x-amz-content-sha256"), None)
+        host = next((v for k, v in headers if k.lower() == "host"), "localhost")
         credentials = request._access_key.create_credentials()
         path, _, query = request._path.partition("?")
-        # moto hands some REST paths over without their trailing slash (Lambda ListFunctions): try both spellings.
         paths = [request._path] if path.endswith("/") else [request._path, f"{path}/" + (f"?{query}" if query else "")]
-        # The raw body bytes: moto's own check signs its parsed parameters, which breaks every bodyless GET; but a
-        # form POST's body has been consumed by the form parser, so its parameters are re-encoded as moto does.
-        bodies: list[Any] = [request._body or b""]
+        bodies: list[bytes] = [_as_bytes(request._body)]
         if not request._body and request._method == "POST" and request._data:
-            bodies.append(request._data)
+            bodies.append(urlencode(list(request._data.items()), doseq=True).encode())
         for candidate in paths:
             for body in bodies:
-                aws_request = AWSRequest(method=request._method, url=candidate, data=body, headers=headers)
-                aws_request.context["timestamp"] = date
-                auth = request._create_auth(credentials)
-                canonical = auth.canonical_request(aws_request)
-                if auth.signature(auth.string_to_sign(aws_request, canonical), aws_request) == given:
+                s3 = request._service == "s3"
+                payload = sigv4.s3_payload_hash(declared, body) if s3 else sigv4.received_body_hash(body)
+                if payload is None:
+                    continue
+                expected = sigv4.header_signature(
+                    method=request._method, url=f"http://{host}{candidate}", headers=headers, body=body,
+                    signed=signed, credentials=credentials, service=request._service, region=request._region,
+                    amz_date=date, payload=payload,
+                )  # fmt: skip
+                if sigv4.matches(expected, given):
                     return True
         return False
+
+    def _as_bytes(body: Any) -> bytes:
+        if body is None:
+            return b""
+        return body.encode() if isinstance(body, str) else bytes(body)
 
     # 9. Authentication and authorisation of every request (moto's own evaluator: see iam_policy.py's docstring).
     #    SigV4 header auth with a known IAM user key or STS session (expired sessions refused: moto never expires
