@@ -4,7 +4,7 @@ moto 5.2.5 runs an SQS event source mapping inline: ``SendMessage`` itself invok
 the one message just sent, deletes it on success, and knows nothing of ``BatchSize`` windows, ``FunctionResponseTypes:
 ReportBatchItemFailures`` (partial batch responses) or ``ScalingConfig.MaximumConcurrency``. A producer's SendMessage
 would then block for the consumer's whole run, and a template's concurrency bound would not exist locally. AWS runs
-the mapping as a poller fleet owned by the Lambda service; this module is that fleet (``moto_patches`` patch 15
+the mapping as a poller fleet owned by the Lambda service; this module is that fleet (``patches.lambda_`` patch 15
 detaches moto's inline delivery and hands each SQS mapping here).
 
 As on AWS:

@@ -1,4 +1,4 @@
-"""The IAM decision of one call, for every door into the local AWS: moto's API handlers (``moto_patches`` patch 9,
+"""The IAM decision of one call, for every door into the local AWS: moto's API handlers (``patches.iam_auth`` patch 9,
 with S3's existence rule, patch 10) and the HTTP API's front door (``iam_authorizer``, ``execute-api:Invoke``).
 
 One way to gather what governs a call -- the caller's identity policies as moto stores them (an IAM user's inline,

@@ -3,7 +3,7 @@
 moto 5.2.5 ships an evaluator (``moto/iam/access_control.py``) that the local stack cannot use as it is: it ignores
 most Condition operators (an Allow whose Condition does not hold even becomes an explicit Deny), it authorises most
 non-S3 calls against the resource ``"*"`` (so a policy scoped to a table or a function never matches), and it
-crashes on a trust policy with a service principal. ``moto_patches`` installs this module in its place.
+crashes on a trust policy with a service principal. ``patches.iam_auth`` installs this module in its place.
 
 What is evaluated, as AWS does within one account (https://docs.aws.amazon.com/IAM/latest/UserGuide/
 reference_policies_evaluation-logic.html): an explicit Deny in any policy wins; otherwise an Allow in the caller's

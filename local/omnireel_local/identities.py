@@ -1,7 +1,7 @@
 """Who calls the local AWS once IAM is enforced: the stack's own identities and the service-role credentials.
 
 After provisioning, the local AWS authenticates every request (SigV4 with a key it knows) and evaluates the caller's
-policies (``moto_patches`` / ``iam_policy``). The callers are:
+policies (``patches.iam_auth`` / ``iam_policy``). The callers are:
 
 - ``omnireel-local-admin`` (IAM user, ``*`` on ``*``): the stack process itself acting as CloudFormation and as the
   AWS control plane -- the provisioner, the on-failure destination sender, the CLI events-queue subscription, the relay

@@ -174,7 +174,7 @@ class SageMakerHosting:
     def endpoint_created(
         self, name: str, model_name: str, image: str, environment: dict[str, str], set_status: Callable[..., None]
     ) -> None:
-        """CreateEndpoint (moto_patches): the endpoint is ``Creating`` until a container serves ``model_name``; then
+        """CreateEndpoint (patches.sagemaker): ``Creating`` until a container serves ``model_name``; then
         ``set_status("InService")``, or ``set_status("Failed", reason)`` when no container can serve it."""
         set_status("Creating")
         threading.Thread(
@@ -224,7 +224,7 @@ class SageMakerHosting:
         log.info("endpoint %s: InService (model %s created outside the template, emulator %s)", name, model_name, url)
 
     def endpoint_deleting(self, name: str, set_status: Callable[..., None], finish: Callable[[], None]) -> None:
-        """DeleteEndpoint (moto_patches): ``Deleting`` now, gone (``finish``) after ``DELETING_S``."""
+        """DeleteEndpoint (patches.sagemaker): ``Deleting`` now, gone (``finish``) after ``DELETING_S``."""
         set_status("Deleting")
 
         def later() -> None:

@@ -3,7 +3,7 @@
 moto stores rules but never fires them, so without this the template's scheduled functions (FailOverdueJobs, the job
 deadline's safety net) would never run locally and nothing local could show that they work. Each enabled
 ``rate(...)`` rule gets a thread that sends EventBridge's "Scheduled Event" to each target through the local Lambda
-service's asynchronous path (``moto_patches.AsyncInvoker``: retries, then the function's on-failure destination), as
+service's asynchronous path (``patches.lambda_.AsyncInvoker``: retries, then the function's on-failure destination), as
 EventBridge invokes Lambda targets asynchronously.
 
 Local time is compressed: EventBridge's shortest rate is one minute (AWS and moto reject anything shorter, so a

@@ -2,7 +2,7 @@
 
 One process that owns everything ``omnireel local up`` starts:
 
-- the moto server (a thread, 127.0.0.1) with Step Functions execution on and ``moto_patches`` applied;
+- the moto server (a thread, 127.0.0.1) with Step Functions execution on and the moto patches (``patches/``) applied;
 - the Lambda runner's warm worker processes (children, started on demand);
 - one vLLM-Omni container emulator process per SageMaker Model in the template, with that Model's Environment;
 - the API front door (a thread) serving the HTTP API's routes;
@@ -125,7 +125,7 @@ class Stack:
         self.phase("starting the local AWS (moto)")
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-        from . import fault_injection, identities, moto_patches
+        from . import fault_injection, identities, patches
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 
@@ -163,7 +163,7 @@ class Stack:
             url = sqs.get_queue_url(QueueName=queue_arn.split(":")[-1])["QueueUrl"]
             sqs.send_message(QueueUrl=url, MessageBody=body)
 
-        self.invoker = moto_patches.apply(self.runner, self.hosting, sqs_send, roles)
+        self.invoker = patches.apply(self.runner, self.hosting, sqs_send, roles)
 
         self.phase("provisioning from template.yaml")
         from .provision import Provisioner
@@ -195,7 +195,7 @@ class Stack:
             identities.DEVELOPER_USER,
             identities.developer_policy(self.args.stack_name, self.region, self.account_id),
         )
-        moto_patches.enforce_iam(self.moto_endpoint)
+        patches.enforce_iam(self.moto_endpoint)
         self.save(
             developer={
                 "user": identities.DEVELOPER_USER,
@@ -292,7 +292,7 @@ class Stack:
         import boto3
         from moto.awslambda.utils import get_backend
 
-        from . import moto_patches
+        from . import patches
         from .event_sources import SqsMapping, SqsPollers
 
         clients: dict[tuple[str, str], Any] = {}
@@ -309,7 +309,7 @@ class Stack:
                 return clients[key]
 
         pollers = SqsPollers(
-            [SqsMapping.from_spec(uuid_, spec) for uuid_, spec in moto_patches.SQS_EVENT_SOURCES],
+            [SqsMapping.from_spec(uuid_, spec) for uuid_, spec in patches.SQS_EVENT_SOURCES],
             function_of=lambda arn: get_backend(self.account_id, self.region).get_function(arn),
             invoke=self.invoker.run,
             sqs_client_for=sqs_client_for,

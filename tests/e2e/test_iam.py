@@ -224,3 +224,27 @@ def test_sagemaker_writes_async_results_as_the_model_execution_role(
     assert job["error"]["stage"] == "render_video", job["error"]
     assert "AccessDenied" in job["error"]["message"], job["error"]
     assert sagemaker_role_cannot_write_async_results in job["error"]["message"], job["error"]
+
+
+def test_a_missing_key_is_403_without_list_bucket_and_404_with_it(stack: LocalStack) -> None:
+    """Patch 10: S3 answers a GET/HEAD of a missing key 404 only to a caller who may s3:ListBucket the bucket (else the
+    answer would tell which keys do not exist); moto answers 404 to everyone."""
+    import time
+
+    from omnireel_local import home as homedir
+
+    bucket = json.loads((stack.home / "state.json").read_text())["outputs"]["InboxBucketName"]
+    iam = _client(stack, "iam")
+    name = f"{homedir.STACK_NAME}-scratch-reader-{int(time.time() * 1000)}"
+    iam.create_user(UserName=name)
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*"}]}  # fmt: skip
+    iam.put_user_policy(UserName=name, PolicyName="read", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    reader = _client(stack, "s3", aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+    with pytest.raises(ClientError) as without_list:
+        reader.head_object(Bucket=bucket, Key="prompts/no-such-key.txt")
+    assert without_list.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    with pytest.raises(ClientError) as with_list:  # the developer identity may list the stack's buckets
+        _client(stack, "s3").head_object(Bucket=bucket, Key="prompts/no-such-key.txt")
+    assert with_list.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404

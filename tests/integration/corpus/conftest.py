@@ -4,7 +4,8 @@ import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
-from omnireel_local.moto_patches import patch_sns_signing_key, patch_stop_execution
+from omnireel_local.patches.speed import patch_sns_signing_key
+from omnireel_local.patches.stepfunctions import patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
 

@@ -89,5 +89,5 @@ def test_one_evaluator_reads_policy_statements() -> None:
     folder = Path(omnireel_local.__file__).parent
     readers = sorted(p.name for p in folder.rglob("*.py") if '.get("Statement")' in p.read_text())
     assert readers == ["iam_policy.py"]
-    for door in ("iam_authorizer.py", "moto_patches.py"):
+    for door in ("iam_authorizer.py", "patches/iam_auth.py"):
         assert "iam_decision.decide" in (folder / door).read_text(), door

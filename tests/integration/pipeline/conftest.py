@@ -4,13 +4,9 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
-from omnireel_local.moto_patches import (
-    patch_dynamodb_atomic_requests,
-    patch_early_callbacks,
-    patch_program_cache,
-    patch_sns_signing_key,
-    patch_stop_execution,
-)
+from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
+from omnireel_local.patches.speed import patch_program_cache, patch_sns_signing_key
+from omnireel_local.patches.stepfunctions import patch_early_callbacks, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
 
@@ -33,7 +29,7 @@ def make_pipeline(monkeypatch):
 
     monkeypatch.setattr(StepFunctionResponse, "send_task_failure", send_task_failure)
     # moto 5.2.5 misses a callback answered (or heartbeated) while the task's Lambda still runs: the local stack's
-    # patch 18 (omnireel_local.moto_patches), applied here for this test only.
+    # patch 18 (omnireel_local.patches.stepfunctions), applied here for this test only.
     patch_early_callbacks(monkeypatch.setattr)
     patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
     patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions

@@ -31,7 +31,7 @@ from moto import mock_aws
 
 from omnireel.webhooks.secrets import MASTER_USE
 from omnireel_local.event_sources import lambda_record
-from omnireel_local.moto_patches import patch_sqs_visibility_limit
+from omnireel_local.patches.sqs_sns import patch_sqs_visibility_limit
 from omnireel_template import ROOT, load_template, offline_lambda_environment
 
 REGION = "us-east-1"

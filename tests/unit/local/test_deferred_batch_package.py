@@ -15,7 +15,7 @@ import json, sys
 sys.path[:0] = ["local"]
 defer = sys.argv[1] == "defer"
 if defer:
-    from omnireel_local.moto_patches import defer_batch_package
+    from omnireel_local.patches.speed import defer_batch_package
     defer_batch_package()
 import moto.stepfunctions.parser.models  # what the stack imports when it applies its patches
 after_parser = {m: m in sys.modules for m in ("moto.batch.models", "moto.ec2")}
@@ -60,7 +60,8 @@ def test_rebinding_a_patched_function_across_modules_leaves_a_deferred_package_u
     probe = """
 import json, sys
 sys.path[:0] = ["local"]
-from omnireel_local.moto_patches import defer_batch_package, rebind_everywhere
+from omnireel_local.patches.cards import rebind_everywhere
+from omnireel_local.patches.speed import defer_batch_package
 defer_batch_package()
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_batch as batch
 from moto.stepfunctions.parser.asl.utils import boto_client

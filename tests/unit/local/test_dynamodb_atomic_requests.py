@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from omnireel_local import moto_patches
-from omnireel_local.moto_patches import patch_dynamodb_atomic_requests
+from omnireel_local.patches import dynamodb as dynamodb_patches
+from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
 
 
 class RecordingLock:
@@ -49,7 +49,7 @@ def _table() -> Any:
 
 def test_reads_serialise_their_answer_under_the_write_lock(monkeypatch: pytest.MonkeyPatch) -> None:
     lock = RecordingLock()
-    monkeypatch.setattr(moto_patches, "_DYNAMODB_LOCK", lock)
+    monkeypatch.setattr(dynamodb_patches, "_DYNAMODB_LOCK", lock)
     from moto.dynamodb.models import utilities
 
     seen: list[bool] = []

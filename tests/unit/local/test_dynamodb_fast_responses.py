@@ -18,7 +18,7 @@ from moto import mock_aws
 from moto.core.utils import get_service_model
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
-from omnireel_local.moto_patches import fast_dynamodb_response
+from omnireel_local.patches.speed import fast_dynamodb_response
 
 REGION = "us-east-1"
 ITEM = {

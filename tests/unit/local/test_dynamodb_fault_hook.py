@@ -9,7 +9,7 @@ from botocore.config import Config
 from moto import mock_aws
 
 from omnireel_local import fault_injection
-from omnireel_local.moto_patches import patch_dynamodb_fault_hook
+from omnireel_local.patches.dynamodb import patch_dynamodb_fault_hook
 
 
 def test_matching_requests_are_throttled_count_times(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ import boto3
 from moto import mock_aws
 
 if sys.argv[1] == "patched":
-    from omnireel_local.moto_patches import _patch_dynamodb_transactions
+    from omnireel_local.patches.dynamodb import _patch_dynamodb_transactions
 
     _patch_dynamodb_transactions()
 S = lambda v: {"S": v}

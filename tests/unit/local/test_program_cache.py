@@ -13,7 +13,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-from omnireel_local.moto_patches import fix_heap_keys, patch_program_cache
+from omnireel_local.patches.speed import fix_heap_keys, patch_program_cache
 
 REGION = "us-east-1"
 ROLE = "arn:aws:iam::123456789012:role/sfn"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-from omnireel_local.moto_patches import patch_server_dispatch
+from omnireel_local.patches.speed import patch_server_dispatch
 
 HOSTS = [
     "s3.us-east-1.amazonaws.com",

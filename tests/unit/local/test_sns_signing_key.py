@@ -15,7 +15,7 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sns.models import sns_backends
 
-from omnireel_local.moto_patches import patch_sns_signing_key
+from omnireel_local.patches.speed import patch_sns_signing_key
 
 REGION = "us-east-1"
 

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from omnireel_local.moto_patches import (
+from omnireel_local.patches.sqs_sns import (
     SQS_DEFAULT_MAXIMUM_MESSAGE_SIZE,
     SQS_MAXIMUM_BATCH_BYTES,
     patch_sqs_message_sizes,

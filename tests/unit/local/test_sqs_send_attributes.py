@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 from moto.sqs.models import Message
 
-from omnireel_local.moto_patches import patch_sqs_send_attributes
+from omnireel_local.patches.speed import patch_sqs_send_attributes
 
 
 def _count_visibility_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:

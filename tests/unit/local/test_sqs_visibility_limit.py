@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from omnireel_local.moto_patches import SQS_MAX_VISIBILITY_S, patch_sqs_visibility_limit
+from omnireel_local.patches.sqs_sns import SQS_MAX_VISIBILITY_S, patch_sqs_visibility_limit
 
 LIMIT_MESSAGE = (
     "Value {} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond "

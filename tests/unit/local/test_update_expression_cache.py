@@ -12,7 +12,7 @@ from moto import mock_aws
 from moto.dynamodb.exceptions import InvalidTokenException
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
-from omnireel_local.moto_patches import patch_update_expression_cache
+from omnireel_local.patches.speed import patch_update_expression_cache
 
 EXPRESSION = "SET #s = :s, updated_at = :now, stage_times.#s = if_not_exists(stage_times.#s, :now) REMOVE open_shard"
 

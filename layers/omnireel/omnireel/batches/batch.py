@@ -24,7 +24,7 @@ MAX_LINE_BYTES = 64 * 1024  # the same bound as a single dropped file (inbox.MAX
 # ``MAX_MESSAGE_BYTES`` as SQS counts it: the UTF-8 bytes of the body (no message attributes are sent). 262,144 bytes
 # is the default MaximumMessageSize of an SQS queue (CreateQueue's attribute reference; the batch queue does not raise
 # it), and one SendMessageBatch carries at most 10 entries whose sizes add up to at most 1,048,576 bytes (1 MiB, the
-# SendMessageBatch reference). The local SQS enforces all three (omnireel_local/moto_patches.py, patch 29).
+# SendMessageBatch reference). The local SQS enforces all three (omnireel_local/patches/sqs_sns.py, patch 29).
 CHUNK_LINES = 25
 MAX_MESSAGE_BYTES = 262_144
 MAX_BATCH_CALL_BYTES = 1_048_576

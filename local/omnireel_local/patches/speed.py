@@ -1,0 +1,408 @@
+"""Speed only: the same answers, less CPU in the one process that runs the local AWS (each measured; see the cards)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import moto
+
+from .cards import SPEED, Context, Patch
+
+
+def install_server_dispatch(ctx: Context) -> None:
+    patch_server_dispatch()
+
+
+def install_deferred_batch_package(ctx: Context) -> None:
+    defer_batch_package()
+
+
+def install_sns_signing_key(ctx: Context) -> None:
+    patch_sns_signing_key()
+
+
+def install_program_cache(ctx: Context) -> None:
+    patch_program_cache()
+
+
+def install_dynamodb_responses(ctx: Context) -> None:
+    patch_dynamodb_responses()
+
+
+def install_update_expression_cache(ctx: Context) -> None:
+    patch_update_expression_cache()
+
+
+def install_sqs_send_attributes(ctx: Context) -> None:
+    patch_sqs_send_attributes()
+
+
+_DISPATCH_CACHE_MAX = 4096  # distinct hosts (virtual-hosted S3 buckets each have one): far more than a stack uses
+
+
+def patch_server_dispatch(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 19: cache ``DomainDispatcherApplication.get_backend_for_host`` per (dispatcher, host)."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    original = DomainDispatcherApplication.get_backend_for_host
+    if getattr(original, "omnireel_cached", False):
+        return
+    cache: dict[tuple[int, str | None], Any] = {}
+
+    def get_backend_for_host(self: Any, host: str | None) -> Any:
+        key = (id(self), host)
+        if key in cache:  # the caller (get_application) holds the dispatcher's lock
+            return cache[key]
+        backend = original(self, host)
+        if len(cache) < _DISPATCH_CACHE_MAX:
+            cache[key] = backend
+        return backend
+
+    get_backend_for_host.omnireel_cached = True  # type: ignore[attr-defined]
+    set_attribute(DomainDispatcherApplication, "get_backend_for_host", get_backend_for_host)
+
+
+def defer_batch_package() -> None:
+    """Patch 21: register ``moto.batch`` without running its ``__init__`` until something it defines is used.
+
+    moto's Step Functions interpreter imports ``moto.batch.utils`` at import time (one enum, for its Batch service
+    task). Importing a submodule runs the package's ``__init__``, which imports Batch's models and with them all of
+    moto's EC2 (AMI and instance-type catalogues): ~1 s of CPU at every stack start, for a service the stack never
+    calls. The package module is created from its spec and registered; its ``__init__`` runs on the first lookup of a
+    name it defines (``moto.batch.batch_backends``, which moto's server and ``mock_aws`` use to reach Batch), so Batch
+    still works. No-op when ``moto.batch`` is already imported.
+    """
+    import importlib.util
+    import sys
+
+    if "moto.batch" in sys.modules:
+        return
+    spec = importlib.util.find_spec("moto.batch")
+    if spec is None or spec.loader is None:
+        return
+    package = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+    lock = threading.Lock()
+
+    def __getattr__(name: str) -> Any:  # PEP 562: only for names the module does not have yet
+        with lock:
+            if package.__dict__.get("__getattr__") is __getattr__:  # not loaded yet (loading removes this hook)
+                del package.__dict__["__getattr__"]
+                loader.exec_module(package)
+        try:
+            return package.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module 'moto.batch' has no attribute {name!r}") from None
+
+    package.__dict__["__getattr__"] = __getattr__
+    sys.modules["moto.batch"] = package
+    moto.batch = package  # type: ignore[attr-defined]  # as the import system binds a submodule on its parent
+
+
+def patch_sns_signing_key(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 20 (see ``apply``): every SNS subscription signs with one key per process, as a region does on AWS."""
+
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from moto.sns.models import Subscription
+
+    if getattr(Subscription.private_key, "omnireel_shared", False):
+        return
+    keys: list[rsa.RSAPrivateKey] = []
+    lock = threading.Lock()
+
+    def private_key(self: Any) -> rsa.RSAPrivateKey:
+        with lock:
+            if not keys:
+                keys.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            return keys[0]
+
+    private_key.omnireel_shared = True  # type: ignore[attr-defined]
+    set_attribute(Subscription, "private_key", private_key)
+
+
+# DynamoDB operations whose results are plain wire-format dicts (moto's DynamoResult): the fast path of patch 23.
+# (Not DeleteItem: moto adds a legacy ConsumedCapacityUnits key its serializer drops; the fast path would decline.)
+FAST_DYNAMODB_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "Query", "Scan"})
+
+
+class _NotFast(Exception):
+    """A value the fast DynamoDB response path does not handle: moto's own serializer answers instead."""
+
+
+def _plain_json(value: Any, shape: Any) -> Any:
+    """``value`` as moto's JSON serializer writes it for ``shape``, for plain dicts, lists and scalars only."""
+    import base64
+
+    kind = shape.type_name
+    if kind == "structure":
+        if not isinstance(value, dict) or shape.is_document_type:
+            raise _NotFast
+        members = shape.members
+        if not members.keys() >= value.keys():  # a key moto's serializer would look up through an alias
+            raise _NotFast
+        out = {}
+        for name, member in members.items():
+            item = value.get(name)
+            if item is not None:
+                out[member.serialization.get("name", name)] = _plain_json(item, member)
+        return out
+    if kind == "map":
+        if not isinstance(value, dict):
+            raise _NotFast
+        return {str(key): _plain_json(item, shape.value) for key, item in value.items()}
+    if kind == "list":
+        if not isinstance(value, list):
+            raise _NotFast
+        return [_plain_json(item, shape.member) for item in value]
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _NotFast
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise _NotFast
+        return value
+    if kind in ("integer", "long"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _NotFast
+        return value
+    if kind in ("float", "double"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _NotFast
+        return float(value)
+    if kind == "blob":
+        if not isinstance(value, (bytes, str)):
+            raise _NotFast
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        return base64.b64encode(raw).strip().decode("utf-8")
+    raise _NotFast  # timestamps and anything else: moto's serializer
+
+
+def fast_dynamodb_response(operation_model: Any, result: Any) -> tuple[int, dict[str, str], str] | None:
+    """The (status, headers, body) moto's JSON serializer would give ``result`` of a DynamoDB item operation, or None
+    when the result holds anything but plain dicts, lists, strings, numbers, booleans and bytes."""
+    if operation_model.name not in FAST_DYNAMODB_OPERATIONS or operation_model.has_event_stream_output:
+        return None
+    shape = operation_model.output_shape
+    try:
+        body = _plain_json(result, shape) if shape is not None else {}
+    except _NotFast:
+        return None
+    version = operation_model.service_model.metadata.get("jsonVersion", "1.0")
+    status = operation_model.http.get("responseCode", 200)
+    return status, {"Content-Type": f"application/x-amz-json-{version}"}, json.dumps(body)
+
+
+def patch_dynamodb_responses(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 23 (see ``apply``): DynamoDB item operations' results are written to JSON directly."""
+    from moto import settings as moto_settings
+    from moto.core.utils import get_service_model
+    from moto.dynamodb.responses import DynamoHandler, DynamoResult
+
+    original = DynamoHandler.serialized
+    if getattr(original, "omnireel_fast", False):
+        return
+
+    def serialized(self: Any, action_result: Any) -> Any:
+        if isinstance(action_result, DynamoResult) and not moto_settings.PRETTIFY_RESPONSES:
+            operation = get_service_model(self.boto3_service_name).operation_model(self._get_action())
+            fast = fast_dynamodb_response(operation, action_result.result)
+            if fast is not None:
+                status, headers, body = fast
+                headers.update(self.response_headers)
+                return status, headers, body
+        return original(self, action_result)
+
+    serialized.omnireel_fast = True  # type: ignore[attr-defined]
+    set_attribute(DynamoHandler, "serialized", serialized)
+
+
+_EXPRESSION_CACHE_MAX = 512  # distinct update expressions (the job and batch stores use a few dozen)
+
+
+def patch_update_expression_cache(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 24 (see ``apply``): ``UpdateExpressionParser.make`` returns one parsed tree per expression string.
+
+    Safe to share because nothing in moto changes a tree ``make`` returned: the handler only reads its clauses and the
+    backend's validator deep-copies it before resolving names and values into it. A string that does not parse raises
+    as before and is not kept.
+    """
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    original = UpdateExpressionParser.make
+    if getattr(original, "omnireel_cached", False):
+        return
+    parsed = lru_cache(maxsize=_EXPRESSION_CACHE_MAX)(original.__func__)
+
+    def make(cls: Any, expression_str: str) -> Any:
+        return parsed(cls, expression_str)
+
+    make.omnireel_cached = True  # type: ignore[attr-defined]
+    set_attribute(UpdateExpressionParser, "make", classmethod(make))
+
+
+def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 25 (see ``apply``): inside ``SQSBackend.send_message``, ``Queue.attributes`` is only the attribute a send
+    reads (``ContentBasedDeduplication``, as moto writes it: ``"true"``/``"false"``), not every attribute with three
+    message counts. Everywhere else (GetQueueAttributes, ...) it is moto's, counts included."""
+
+    from moto.sqs.models import Queue, SQSBackend
+
+    original_send = SQSBackend.send_message
+    if getattr(original_send, "omnireel_cheap_attributes", False):
+        return
+    full_attributes = Queue.attributes.fget
+    sending = threading.local()
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if not getattr(sending, "active", False):
+            return full_attributes(self)
+        value = self.content_based_deduplication
+        return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
+
+    def send_message(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outer = getattr(sending, "active", False)
+        sending.active = True
+        try:
+            return original_send(self, *args, **kwargs)
+        finally:
+            sending.active = outer
+
+    send_message.omnireel_cheap_attributes = True  # type: ignore[attr-defined]
+    set_attribute(Queue, "attributes", property(attributes))
+    set_attribute(SQSBackend, "send_message", send_message)
+
+
+_PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)
+
+
+def patch_program_cache(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 22 (see ``apply``): each state machine definition is parsed once per process, not once per execution.
+
+    Sharing is safe because moto's evaluation components keep an execution's state in its ``Environment`` (its
+    heap, stack, callbacks, event history), never on themselves. The one value a component creates lazily, its
+    ``heap_key`` (the name its Retry counters are stored under in the environment's heap), is created for every
+    component before the program is shared, so two executions that reach a Retry at once agree on its name.
+    """
+
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    original = ExecutionWorker._get_evaluation_entrypoint
+    if getattr(original, "omnireel_cached", False):
+        return
+    lock = threading.Lock()  # executions started together wait for the one parse instead of each parsing
+
+    @lru_cache(maxsize=_PROGRAM_CACHE_MAX)
+    def program(definition: str) -> Any:  # what the original does per execution, plus the heap keys
+        parsed = AmazonStateLanguageParser.parse(definition)[0]
+        fix_heap_keys(parsed)
+        return parsed
+
+    def _get_evaluation_entrypoint(self: Any) -> Any:
+        with lock:
+            return program(self._evaluation_details.state_machine_details.definition)
+
+    _get_evaluation_entrypoint.omnireel_cached = True  # type: ignore[attr-defined]
+    set_attribute(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
+
+
+def fix_heap_keys(program: Any) -> int:
+    """Create the lazy ``heap_key`` of every evaluation component reachable from ``program``; returns how many."""
+    from moto.stepfunctions.parser.asl.component.component import Component
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+
+    seen: set[int] = set()
+    pending: list[Any] = [program]
+    fixed = 0
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple, set, frozenset)):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            pending.extend(node.values())
+        elif isinstance(node, Component):
+            if isinstance(node, EvalComponent):
+                _ = node.heap_key
+                fixed += 1
+            pending.extend(vars(node).values())
+    return fixed
+
+
+CARDS = [
+    Patch(
+        "19",
+        "The server's routing cached per host",
+        aws="(Routing only: no AWS behaviour.)",
+        moto="get_backend_for_host lists moto's package folder (~150 stat calls) and tries every URL pattern on every "
+        "request: ~6 % of the stack process's CPU.",
+        test="tests/unit/local/test_server_dispatch.py::test_cached_dispatch_chooses_moto_s_backend_and_lists_the_package_once",
+        upstream=SPEED,
+        installs=install_server_dispatch,
+    ),
+    Patch(
+        "21",
+        "moto.batch's __init__ deferred",
+        aws="(Import time only.)",
+        moto="The Step Functions interpreter imports moto.batch.utils for one enum, which loads Batch and all of EC2: "
+        "~1.5 s of CPU at every stack start.",
+        test="tests/unit/local/test_deferred_batch_package.py::"
+        "test_the_step_functions_interpreter_imports_without_batch_or_ec2_and_batch_still_works",
+        upstream=SPEED,
+        installs=install_deferred_batch_package,
+    ),
+    Patch(
+        "20",
+        "One SNS signing key per process",
+        aws="A region signs its messages with one signing certificate.",
+        moto="A new 2048-bit RSA key per subscription (~0.1-0.3 s of CPU at its first delivery).",
+        test="tests/unit/local/test_sns_signing_key.py::test_every_subscription_signs_with_one_key_and_the_signatures_verify",
+        upstream=SPEED,
+        installs=install_sns_signing_key,
+    ),
+    Patch(
+        "22",
+        "One parse per state machine definition",
+        aws="(Same executions.)",
+        moto="Parses the definition with its pure-Python ANTLR parser for every execution (~18 ms of CPU).",
+        test="tests/unit/local/test_program_cache.py::"
+        "test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts",
+        upstream=SPEED,
+        installs=install_program_cache,
+    ),
+    Patch(
+        "23",
+        "DynamoDB item results written straight to JSON",
+        aws="(Same answers.)",
+        moto="A model-driven serializer: 4-8 ms of CPU for one job record returned by UpdateItem.",
+        test="tests/unit/local/test_dynamodb_fast_responses.py::test_the_fast_path_answers_exactly_as_moto_s_serializer",
+        upstream=SPEED,
+        installs=install_dynamodb_responses,
+    ),
+    Patch(
+        "24",
+        "One parse per UpdateExpression",
+        aws="(Same updates.)",
+        moto="Parses an UpdateItem's expression twice per call (~0.5-1.5 ms of CPU each).",
+        test="tests/unit/local/test_update_expression_cache.py::test_one_parse_per_expression_and_independent_updates",
+        upstream=SPEED,
+        installs=install_update_expression_cache,
+    ),
+    Patch(
+        "25",
+        "SendMessage reads one queue attribute directly",
+        aws="(Same sends.)",
+        moto="Reads ContentBasedDeduplication through Queue.attributes, which counts the queue's messages: every send "
+        "cost O(messages in the queue).",
+        test="tests/unit/local/test_sqs_send_attributes.py::test_a_send_does_not_walk_the_queue_and_the_counts_stay_right",
+        upstream=SPEED,
+        installs=install_sqs_send_attributes,
+    ),
+]
