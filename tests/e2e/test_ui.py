@@ -100,7 +100,8 @@ def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_fo
                                30)  # fmt: skip
             await cdp.eval("document.getElementById('cancel').click()", gesture=True)
             await cdp.wait_for("window.omnireelUi.statuses.includes('cancelled')", 30)
-            found["note"] = await cdp.eval("document.getElementById('job-note').textContent")
+            # The status may come from the page's own polling before the DELETE's answer (with its note) arrives.
+            found["note"] = await cdp.wait_for("document.getElementById('job-note').textContent", 30)
 
             # The list shows both jobs; a batch's counts reach the end.
             await cdp.wait_for("document.querySelectorAll('#jobs tr').length >= 2", 30)
