@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import signal
 import sys
 from typing import Any
 
-from .errors import UsageError
+from .listen import parse_loopback
 from .tts import Relay
 
 DEFAULT_LISTEN = "127.0.0.1:8091"
@@ -25,18 +24,7 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        number = int(port)
-    except ValueError:
-        raise UsageError(f"--listen must be HOST:PORT on loopback, got {value!r}") from None
-    if not loopback:
-        raise UsageError(f"--listen {value}: the proxy adds your token to every connection: loopback only")
-    if not 0 <= number <= 65535:
-        raise UsageError(f"--listen {value}: port out of range")
-    return host, number
+    return parse_loopback(value, "the proxy adds your token to every connection")
 
 
 def _sendable(code: int | None, fallback: int) -> int:

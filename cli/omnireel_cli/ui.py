@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import json
 import re
 import secrets
@@ -31,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .listen import parse_loopback
 from .target import Target
 
 PAGE = Path(__file__).with_name("static") / "ui.html"
@@ -50,18 +49,7 @@ CSP = (
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        number = int(port)
-    except ValueError:
-        raise UsageError(f"--listen must be HOST:PORT on loopback, got {value!r}") from None
-    if not loopback:
-        raise UsageError(f"--listen {value}: the page acts as your AWS identity: loopback only")
-    if not 0 <= number <= 65535:
-        raise UsageError(f"--listen {value}: port out of range")
-    return host, number
+    return parse_loopback(value, "the page acts as your AWS identity")
 
 
 class UiServer(ThreadingHTTPServer):

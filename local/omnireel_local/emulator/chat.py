@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 from .artwork import encode_image, render_prompt_image
 from .errors import EmulatorError
 from .faults import apply_http_faults
-from .images import DEFAULT_SIZE, parse_size
+from .images import DEFAULT_SIZE, check_image_size, parse_size
 from .state import EmulatorState, get_state, json_request
 from .videos import video_params
 
@@ -121,12 +121,7 @@ async def _image_completion(state: EmulatorState, prompt: str, args: DiffusionAr
         width, height = parse_size(args.size.lower())
     else:
         width, height = DEFAULT_SIZE
-    if width * height > config.max_generated_image_size:
-        raise EmulatorError(
-            400,
-            f"Requested image size {width}x{height} ({width * height} pixels) exceeds the maximum allowed "
-            f"generated image size of {config.max_generated_image_size} pixels",
-        )
+    check_image_size(config, width, height)
     seed = args.seed if args.seed is not None else state.injector.random_seed()
     decision = state.injector.decide(config, "images", args.num_inference_steps)
     started = time.perf_counter()

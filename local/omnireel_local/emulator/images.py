@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .artwork import encode_image, render_prompt_image
+from .config import EmulatorConfig
 from .errors import EmulatorError
 from .faults import apply_http_faults
 from .state import get_state, json_request, require_kind
@@ -71,6 +72,16 @@ def parse_size(size: str) -> tuple[int, int]:
     return width, height
 
 
+def check_image_size(config: EmulatorConfig, width: int, height: int) -> None:
+    """The server's ``--max-generated-image-size`` (width * height), for every route that renders images."""
+    if width * height > config.max_generated_image_size:
+        raise EmulatorError(
+            400,
+            f"Requested image size {width}x{height} ({width * height} pixels) exceeds the maximum allowed "
+            f"generated image size of {config.max_generated_image_size} pixels",
+        )
+
+
 async def generate_images(request: Request) -> Response:
     state = get_state(request)
     req = await json_request(request, ImageGenerationRequest)
@@ -80,12 +91,7 @@ async def generate_images(request: Request) -> Response:
     if not config.accepts_model(req.model):
         raise EmulatorError(400, f"Model mismatch: requested '{req.model}', but server is serving '{served}'")
     width, height = parse_size(req.size) if req.size else DEFAULT_SIZE
-    if width * height > config.max_generated_image_size:
-        raise EmulatorError(
-            400,
-            f"Requested image size {width}x{height} ({width * height} pixels) exceeds the maximum allowed "
-            f"generated image size of {config.max_generated_image_size} pixels",
-        )
+    check_image_size(config, width, height)
     seed = req.seed if req.seed is not None else state.injector.random_seed()
     decision = state.injector.decide(config, "images", req.num_inference_steps)
     started = time.perf_counter()
