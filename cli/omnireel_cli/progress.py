@@ -126,8 +126,13 @@ class JobDisplay(_Display):
     def update(self, job: Any) -> None:
         if job.status != self._status:
             self._since = time.monotonic()
+        # Every stage reached since the last update, in order (a short stage can fall between two polls), then the
+        # current one: plain mode writes a line for each, so a log lists every stage.
+        reached = [s for _, s in sorted((t, s) for s, t in job.stage_times.items() if t is not None)]
+        new = [s for s in reached if s not in self._stage_times and s != job.status]
         self._status, self._stage_times = job.status, dict(job.stage_times)
-        self.changed(f"job {self.job_id[:8]}: {STAGE_LABELS.get(job.status, job.status)}")
+        for stage in [*new, job.status]:
+            self.changed(f"job {self.job_id[:8]}: {STAGE_LABELS.get(stage, stage)}")
 
     def render(self) -> str | None:
         if not self._status:

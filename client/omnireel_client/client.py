@@ -212,7 +212,8 @@ class Job(JobState):
     def wait(self, timeout: float = DEFAULT_WAIT_S, *, on_progress: Callable[[Job], None] | None = None,
              raise_on_failure: bool = False) -> Job:  # fmt: skip
         """Poll until the job is succeeded, failed or cancelled (at most ``timeout`` seconds: then ``WaitTimeout``).
-        ``on_progress(job)`` is called at each stage it reaches, the last one included."""
+        ``on_progress(job)`` is called whenever a poll finds it in a new stage, the last one included (a stage shorter
+        than the poll interval may fall between two polls: ``stage_times`` has every stage)."""
         deadline = time.monotonic() + timeout
         seen: tuple[str, int] | None = None
         for delay in poll_delays():

@@ -78,3 +78,15 @@ def test_quiet_writes_nothing() -> None:
     display.update(SimpleNamespace(status="accepted", stage_times={}))
     display.close()
     assert stream.getvalue() == ""
+
+
+def test_plain_mode_lists_a_stage_that_fell_between_two_polls() -> None:
+    stream = _Stream(tty=False)
+    display = JobDisplay("0123456789abcdef", stream=stream)
+    display.update(SimpleNamespace(status="accepted", stage_times=_times(accepted=0)))
+    display.update(SimpleNamespace(status="rendering_video", stage_times=_times(
+        accepted=0, generating_image=0.2, staging_video=1.5, rendering_video=1.7)))  # fmt: skip
+    display.close()
+    assert [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()] == [
+        "accepted", "generating image", "staging video", "rendering video",
+    ]  # fmt: skip
