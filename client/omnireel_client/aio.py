@@ -37,6 +37,24 @@ async def _report(callback: Progress[T] | None, value: T) -> None:
             await result
 
 
+async def _follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress: Progress[Any] | None,
+                  timeout: float, first: float, what: str) -> None:  # fmt: skip
+    """``client.follow``'s loop with ``await``: the one wait loop of ``AsyncJob.wait`` and ``AsyncBatch.wait``."""
+    deadline = time.monotonic() + timeout
+    seen: tuple[Any, ...] | None = None
+    for delay in poll_delays(first=first):
+        await item.refresh()
+        if key(item) != seen:
+            seen = key(item)
+            await _report(on_progress, item)
+        if item.done:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimeout(f"{what} is still {item.status} after {timeout:g} s", item)
+        await asyncio.sleep(min(delay, left))
+
+
 class AsyncClient:
     """``AsyncClient.local()``, ``AsyncClient.for_stack(name, region)`` or ``AsyncClient(api_url, region, ...)``."""
 
@@ -127,19 +145,7 @@ class AsyncJob(JobState):
 
     async def wait(self, timeout: float = DEFAULT_WAIT_S, *, on_progress: Progress[AsyncJob] | None = None,
                    raise_on_failure: bool = False) -> AsyncJob:  # fmt: skip
-        deadline = time.monotonic() + timeout
-        seen: tuple[str, int] | None = None
-        for delay in poll_delays():
-            await self.refresh()
-            if progress_key(self) != seen:
-                seen = progress_key(self)
-                await _report(on_progress, self)
-            if self.done:
-                break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(f"job {self.job_id} is still {self.status} after {timeout:g} s", self)
-            await asyncio.sleep(min(delay, left))
+        await _follow(self, progress_key, on_progress, timeout, 0.5, f"job {self.job_id}")
         if raise_on_failure and not self.succeeded:
             raise JobFailedError(self)
         return self
@@ -177,17 +183,5 @@ class AsyncBatch(BatchState):
         return self
 
     async def wait(self, timeout: float = 3600.0, *, on_progress: Progress[AsyncBatch] | None = None) -> AsyncBatch:
-        deadline = time.monotonic() + timeout
-        seen: tuple[Any, ...] | None = None
-        for delay in poll_delays(first=1.0):
-            await self.refresh()
-            if batch_progress_key(self) != seen:
-                seen = batch_progress_key(self)
-                await _report(on_progress, self)
-            if self.done:
-                return self
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(f"batch {self.batch_id} is still {self.status} after {timeout:g} s", self)
-            await asyncio.sleep(min(delay, left))
-        raise AssertionError("unreachable")  # pragma: no cover
+        await _follow(self, batch_progress_key, on_progress, timeout, 1.0, f"batch {self.batch_id}")
+        return self

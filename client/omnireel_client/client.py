@@ -52,12 +52,31 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, most: float = 5.0) -> I
         delay = min(delay * factor, most)
 
 
-def progress_key(job: JobState) -> tuple[str, int]:
+def progress_key(job: JobState) -> tuple[Any, ...]:
     return job.status, len(job.stage_times)
 
 
 def batch_progress_key(batch: BatchState) -> tuple[Any, ...]:
     return batch.status, batch.counts
+
+
+def follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress: Callable[[Any], None] | None,
+           timeout: float, first: float, what: str) -> None:  # fmt: skip
+    """Poll ``item.refresh()`` until ``item.done`` (bounded by ``timeout``: then ``WaitTimeout``), calling
+    ``on_progress(item)`` whenever ``key(item)`` changes. The one wait loop of ``Job.wait`` and ``Batch.wait``."""
+    deadline = time.monotonic() + timeout
+    seen: tuple[Any, ...] | None = None
+    for delay in poll_delays(first=first):
+        item.refresh()
+        if on_progress is not None and key(item) != seen:
+            seen = key(item)
+            on_progress(item)
+        if item.done:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimeout(f"{what} is still {item.status} after {timeout:g} s", item)
+        time.sleep(min(delay, left))
 
 
 def send_cancel(transport: Transport, job_id: str) -> Cancellation:
@@ -167,10 +186,7 @@ class Client:
     def cancel(self, job_id: str) -> Job:
         """``DELETE /jobs/{id}``: the job as it stands after the cancel. A job already cancelled (e.g. this client's
         own retry after a lost answer) is not an error; one that had succeeded or failed is (``ConflictError``)."""
-        cancellation = send_cancel(self.transport, job_id)
-        job = self.job(job_id)
-        job.cancellation = cancellation
-        return job
+        return Job(self, job_id, "").cancel()
 
     # ---------------------------------------------------------------- batches
     def submit_batch(self, requests: Iterable[Mapping[str, Any] | str], *, webhook: str | None = None,
@@ -214,19 +230,7 @@ class Job(JobState):
         """Poll until the job is succeeded, failed or cancelled (at most ``timeout`` seconds: then ``WaitTimeout``).
         ``on_progress(job)`` is called whenever a poll finds it in a new stage, the last one included (a stage shorter
         than the poll interval may fall between two polls: ``stage_times`` has every stage)."""
-        deadline = time.monotonic() + timeout
-        seen: tuple[str, int] | None = None
-        for delay in poll_delays():
-            self.refresh()
-            if on_progress is not None and progress_key(self) != seen:
-                seen = progress_key(self)
-                on_progress(self)
-            if self.done:
-                break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(f"job {self.job_id} is still {self.status} after {timeout:g} s", self)
-            time.sleep(min(delay, left))
+        follow(self, progress_key, on_progress, timeout, 0.5, f"job {self.job_id}")
         if raise_on_failure and not self.succeeded:
             raise JobFailedError(self)
         return self
@@ -267,20 +271,8 @@ class Batch(BatchState):
     def wait(self, timeout: float = 3600.0, *, on_progress: Callable[[Batch], None] | None = None) -> Batch:
         """Poll until the batch is completed (every job ended and ``batch.completed`` published), at most
         ``timeout`` seconds; ``on_progress(batch)`` at every change of its counts."""
-        deadline = time.monotonic() + timeout
-        seen: tuple[Any, ...] | None = None
-        for delay in poll_delays(first=1.0):
-            self.refresh()
-            if on_progress is not None and batch_progress_key(self) != seen:
-                seen = batch_progress_key(self)
-                on_progress(self)
-            if self.done:
-                return self
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(f"batch {self.batch_id} is still {self.status} after {timeout:g} s", self)
-            time.sleep(min(delay, left))
-        raise AssertionError("unreachable")  # pragma: no cover
+        follow(self, batch_progress_key, on_progress, timeout, 1.0, f"batch {self.batch_id}")
+        return self
 
 
 __all__ = ["Batch", "Client", "Job"]
