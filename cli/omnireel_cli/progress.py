@@ -73,12 +73,13 @@ class _Display:
     def render(self) -> str | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def changed(self, plain: str) -> None:
-        """A change: redraw now (terminal) or write ``plain`` (elsewhere)."""
+    def changed(self, *plain: str) -> None:
+        """A change: redraw now (terminal) or write each ``plain`` line (elsewhere)."""
         if not self.enabled:
             return
         if not self.tty:
-            self.stream.write(f"[{time.monotonic() - self.started:6.1f}s] {plain}\n")
+            stamp = f"[{time.monotonic() - self.started:6.1f}s] "
+            self.stream.write("".join(f"{stamp}{line}\n" for line in plain))
             self.stream.flush()
             return
         self._draw()
@@ -131,8 +132,7 @@ class JobDisplay(_Display):
         reached = [s for _, s in sorted((t, s) for s, t in job.stage_times.items() if t is not None)]
         new = [s for s in reached if s not in self._stage_times and s != job.status]
         self._status, self._stage_times = job.status, dict(job.stage_times)
-        for stage in [*new, job.status]:
-            self.changed(f"job {self.job_id[:8]}: {STAGE_LABELS.get(stage, stage)}")
+        self.changed(*(f"job {self.job_id[:8]}: {STAGE_LABELS.get(stage, stage)}" for stage in [*new, job.status]))
 
     def render(self) -> str | None:
         if not self._status:
