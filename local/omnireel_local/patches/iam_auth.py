@@ -62,8 +62,8 @@ def install_iam(ctx: Context) -> None:
 
     decide = iam_decision.decide  # the caller's policies and the resource's, one evaluator (iam_decision.py)
 
-    def presigned_key(self: Any, query: dict[str, list[str]], account: str) -> tuple[str, dict[str, str]]:
-        """Verify a presigned S3 URL (SigV4 query authentication); returns (access key id, headers).
+    def presigned_key(self: Any, query: dict[str, list[str]], account: str) -> Any:
+        """Verify a presigned S3 URL (SigV4 query authentication); returns moto's access key that signed it.
 
         SigV2 (``AWSAccessKeyId=...&Signature=...``) is refused as S3 refuses it on buckets created after June 2020.
         """
@@ -93,7 +93,7 @@ def install_iam(ctx: Context) -> None:
         if not sigv4.matches(expected, first("X-Amz-Signature")):
             raise error("s3", "SignatureDoesNotMatch", "The request signature we calculated does not match the "
                         "signature you provided. Check your key and signing method.", 403)  # fmt: skip
-        return access_key_id, pseudo_headers
+        return key
 
     def signature_matches(request: Any) -> bool:
         """The request's SigV4 header signature, verified by ``sigv4`` (botocore's canonical request, the body as
@@ -154,10 +154,9 @@ def install_iam(ctx: Context) -> None:
                 service = "s3" if s3 else (self.service_name or "")
                 raise error(service, "AccessDenied" if s3 else "MissingAuthenticationToken",
                             "Request is missing Authentication Token", 403)  # fmt: skip
-            access_key_id, pseudo_headers = presigned_key(self, query, account)
-            if session_expired(access_key_id, account):  # a URL cannot outlive the credentials that signed it
+            key = presigned_key(self, query, account)
+            if session_expired(key._access_key_id, account):  # a URL cannot outlive the credentials that signed it
                 raise error("s3", "ExpiredToken", "The provided token has expired.", 400)
-            key = access_control.create_access_key(account, "aws", access_key_id, pseudo_headers)
             service_prefix = "s3"
         else:
             iam_request = iam_request_cls(
