@@ -3,10 +3,23 @@ them, and an endpoint lifecycle that passes through Creating and Deleting."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from .cards import LOCAL_DESIGN, MOTO_BUG, Context, Patch
+
+
+def status_setter(endpoint: Any) -> Callable[..., None]:
+    """What DescribeEndpoint answers from now on: the status, the failure reason, the time it changed."""
+    from moto.core.utils import utcnow
+
+    def set_status(status: str, reason: str | None = None) -> None:
+        endpoint.endpoint_status = status
+        endpoint.failure_reason = reason
+        endpoint.last_modified_time = utcnow()
+
+    return set_status
 
 
 def install_runtime(ctx: Context) -> None:
@@ -56,7 +69,6 @@ def install_instance_types(ctx: Context) -> None:
 
 
 def install_create_endpoint(ctx: Context) -> None:
-    from moto.core.utils import utcnow
     from moto.sagemaker.models import SageMakerModelBackend
 
     hosting = ctx.hosting
@@ -69,17 +81,12 @@ def install_create_endpoint(ctx: Context) -> None:
         model = self._models.get(model_name)
         container = (getattr(model, "primary_container", None) or (getattr(model, "containers", None) or [{}])[0]) or {}
 
-        def set_status(status: str, reason: str | None = None) -> None:
-            endpoint.endpoint_status = status
-            endpoint.failure_reason = reason
-            endpoint.last_modified_time = utcnow()
-
         hosting.endpoint_created(
             endpoint_name,
             model_name,
             str(container.get("Image", "")),
             {k: str(v) for k, v in (container.get("Environment") or {}).items()},
-            set_status,
+            status_setter(endpoint),
         )
         return endpoint
 
@@ -87,7 +94,6 @@ def install_create_endpoint(ctx: Context) -> None:
 
 
 def install_delete_endpoint(ctx: Context) -> None:
-    from moto.core.utils import utcnow
     from moto.sagemaker.models import SageMakerModelBackend
 
     hosting = ctx.hosting
@@ -100,16 +106,11 @@ def install_delete_endpoint(ctx: Context) -> None:
         if endpoint.endpoint_status == "Deleting":
             return None  # already on its way out (AWS's answer to a second delete is not documented)
 
-        def set_status(status: str, reason: str | None = None) -> None:
-            endpoint.endpoint_status = status
-            endpoint.failure_reason = reason
-            endpoint.last_modified_time = utcnow()
-
         def finish() -> None:
             if self.endpoints.get(endpoint_name) is endpoint:
                 original_delete_endpoint(self, endpoint_name)
 
-        hosting.endpoint_deleting(endpoint_name, set_status, finish)
+        hosting.endpoint_deleting(endpoint_name, status_setter(endpoint), finish)
         return None
 
     SageMakerModelBackend.delete_endpoint = delete_endpoint
