@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from botocore.auth import UNSIGNED_PAYLOAD, S3SigV4QueryAuth, SigV4Auth
@@ -58,6 +59,11 @@ class _Canonical:
         text: str = super().canonical_request(request)  # type: ignore[misc]
         return text.rsplit("\n", 1)[0] + "\n" + self._payload
 
+    def signature_of(self, request: AWSRequest) -> str:
+        """botocore's signature of ``request`` with this canonical request."""
+        signer: Any = self
+        return str(signer.signature(signer.string_to_sign(request, self.canonical_request(request)), request))
+
 
 class _HeaderVerifier(_Canonical, SigV4Auth):
     def __init__(self, credentials: Credentials, service: str, region: str, signed: Iterable[str], payload: str,
@@ -76,13 +82,11 @@ class _QueryVerifier(_Canonical, S3SigV4QueryAuth):
         S3SigV4QueryAuth.__init__(self, credentials, "s3", region)
 
 
-def _request(method: str, url: str, headers: Iterable[tuple[str, str]], signed: Iterable[str], body: bytes,
-             amz_date: str) -> AWSRequest:  # fmt: skip
-    wanted = {name.lower() for name in signed}
+def _request(method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes, amz_date: str) -> AWSRequest:
+    """The request as received (``_Canonical.headers_to_sign`` picks the signed headers out of it)."""
     request = AWSRequest(method=method, url=url, data=body)
     for name, value in headers:
-        if name.lower() in wanted:
-            request.headers[name] = value  # HTTPHeaders keeps repeated headers (signed as "a,b")
+        request.headers[name] = value  # HTTPHeaders keeps repeated headers (signed as "a,b")
     request.context["timestamp"] = amz_date
     return request
 
@@ -92,10 +96,8 @@ def header_signature(*, method: str, url: str, headers: Iterable[tuple[str, str]
                      payload: str) -> str:  # fmt: skip
     """The signature of an ``Authorization: AWS4-HMAC-SHA256 ...`` request: ``url`` is scheme, host, the path as sent
     and the raw query; ``payload`` the payload line (``received_body_hash`` / ``s3_payload_hash``)."""
-    signed = list(signed)
     verifier = _HeaderVerifier(credentials, service, region, signed, payload, normalize_path=service != "s3")
-    request = _request(method, url, headers, signed, body, amz_date)
-    return str(verifier.signature(verifier.string_to_sign(request, verifier.canonical_request(request)), request))
+    return verifier.signature_of(_request(method, url, headers, body, amz_date))
 
 
 def presigned_signature(*, method: str, url: str, headers: Iterable[tuple[str, str]], credentials: Credentials,
@@ -108,8 +110,7 @@ def presigned_signature(*, method: str, url: str, headers: Iterable[tuple[str, s
     unsigned_url = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, quote_via=quote, safe="-_.~"),
                                ""))  # fmt: skip
     verifier = _QueryVerifier(credentials, region, signed)
-    request = _request(method, unsigned_url, headers, signed, b"", params.get("X-Amz-Date", ""))
-    return str(verifier.signature(verifier.string_to_sign(request, verifier.canonical_request(request)), request))
+    return verifier.signature_of(_request(method, unsigned_url, headers, b"", params.get("X-Amz-Date", "")))
 
 
 def matches(expected: str, given: str) -> bool:
