@@ -184,10 +184,13 @@ def env_lines(state: dict[str, Any]) -> list[str]:
     for name, value in sorted((state.get("outputs") or {}).items()):
         if name == "ApiUrl":
             continue
-        lines["OMNIREEL_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()] = value
+        lines[shell_name("OMNIREEL_", name)] = value
     for model, url in sorted((state.get("emulators") or {}).items()):
         short = model.removeprefix(f"{state.get('stack_name', '')}-")
-        lines["OMNIREEL_EMULATOR_" + re.sub(r"(?<!^)(?=[A-Z])", "_", short).upper() + "_URL"] = url
+        name = shell_name("OMNIREEL_EMULATOR_", short, "_URL")
+        while name in lines:  # two model names that differ only in case or punctuation: the later one gets a suffix
+            name = name.removesuffix("_URL") + "_2_URL"
+        lines[name] = url
     if state.get("webhook_secret"):
         lines["OMNIREEL_WEBHOOK_SECRET"] = state["webhook_secret"]
     relay = state.get("relay") or {}
@@ -196,6 +199,16 @@ def env_lines(state: dict[str, Any]) -> list[str]:
         lines["OMNIREEL_RELAY_TOKEN"] = relay["token"]
     unset = ["unset AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_PROFILE"]
     return unset + [f"export {k}={shlex.quote(str(v))}" for k, v in lines.items()]
+
+
+def shell_name(prefix: str, name: str, suffix: str = "") -> str:
+    """A variable name every POSIX shell accepts (``[A-Z0-9_]``, not starting with a digit: the prefix sees to that)
+    for a CloudFormation output or a SageMaker model name: ``ImageModel`` -> ``IMAGE_MODEL``, and a model created
+    outside the template, ``vllm-omni-media-image-model-1764...`` (the AWS sample's deploy.py), ->
+    ``VLLM_OMNI_MEDIA_IMAGE_MODEL_1764...``: a hyphen made ``export`` fail, and ``eval`` under ``set -e`` stopped
+    before the relay token and the webhook secret were exported."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return prefix + re.sub(r"[^A-Z0-9]+", "_", words.upper()).strip("_") + suffix
 
 
 def parse_env_lines(text: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import time
 from typing import Any
 
@@ -18,7 +19,7 @@ from botocore.exceptions import ClientError, WaiterError
 
 from omnireel_local import home as homedir
 
-from .conftest import LocalStack
+from .conftest import LocalStack, cli_command
 from .helpers import aws_client, png_size
 
 DLC_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"
@@ -87,11 +88,23 @@ def test_a_dlc_model_created_outside_the_template_is_creating_then_served(
     stack: LocalStack, deployer: dict[str, Any]
 ) -> None:
     sm = _client(stack, "sagemaker", deployer)
-    name = f"sample-image-{int(time.time() * 1000)}"
+    name = f"vllm-omni-media-image-model-{int(time.time() * 1000)}"  # the sample's deploy.py names, hyphens and all
     _deploy(sm, name, DLC_IMAGE, "black-forest-labs/FLUX.2-klein-4B", _role_arn(stack))
     # Before the fix moto answered InService at once, with no container: every invocation then failed.
     assert sm.describe_endpoint(EndpointName=name)["EndpointStatus"] == "Creating"
     sm.get_waiter("endpoint_in_service").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 90})
+
+    # Issue 37 item 1: `eval "$(omnireel local env)"` under `set -e` exports everything, this model's emulator URL
+    # included (a hyphen in its variable name made bash refuse the line and stop before the relay token).
+    variable = f"OMNIREEL_EMULATOR_VLLM_OMNI_MEDIA_IMAGE_MODEL_{name.rsplit('-', 1)[1]}_URL"
+    script = f'set -eu; eval "$("$@" local env)"; printf "%s\\n%s\\n" "$OMNIREEL_RELAY_TOKEN" "${variable}"'
+    shell = subprocess.run(
+        ["bash", "-c", script, "bash", *cli_command()], env=stack.env, capture_output=True, text=True, timeout=60
+    )
+    assert shell.returncode == 0, shell.stderr
+    token, url = shell.stdout.splitlines()
+    assert token == stack.outputs["OMNIREEL_RELAY_TOKEN"]
+    assert url == stack.state()["emulators"][name]
 
     runtime = _client(stack, "sagemaker-runtime", deployer)
     body = {"prompt": "a lighthouse at dusk", "size": "64x64", "num_inference_steps": 2, "response_format": "b64_json"}
