@@ -365,9 +365,9 @@ def run(
     template = template if template is not None else load_template()
     params = dict(parameters)
     report = Report()
-    unknown = sorted(set(params) - set(template["Parameters"]))
+    unknown = cfn_rules.unknown_parameters(template, params)
     if unknown:
-        report.add("parameters", False, f"not parameters of template.yaml: {', '.join(unknown)}")
+        report.add("parameters", False, unknown[0])
     constraints = cfn_rules.constraint_violations(template, params)
     report.add("parameter constraints", not constraints, "; ".join(constraints) or "every value is allowed")
     failures = cfn_rules.failed_assertions(template, params, stack_name=stack, region=region)

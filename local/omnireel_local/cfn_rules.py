@@ -13,6 +13,7 @@ account; this template has none, so they are refused here rather than guessed.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +34,27 @@ def parameter_values(template: Mapping[str, Any], overrides: Mapping[str, str] |
         text = str(raw).lower() if isinstance(raw, bool) else str(raw)
         values[name] = text.split(",") if spec.get("Type") == "CommaDelimitedList" else text
     return values
+
+
+def unknown_parameters(template: Mapping[str, Any], overrides: Mapping[str, str] | None = None) -> list[str]:
+    """Values for parameters the template does not declare. CloudFormation refuses the whole operation before
+    anything else (ValidationError ``Parameters: [NoSuchParameter] do not exist in the template``): a misspelt name
+    would otherwise leave its parameter at the default without a word. Its message, and the closest declared name."""
+    declared = list(template.get("Parameters") or {})
+    unknown = sorted(set(overrides or {}) - set(declared))
+    if not unknown:
+        return []
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6) or difflib.get_close_matches(
+            name.lower(), [d.lower() for d in declared], n=1, cutoff=0.6
+        )
+        if close:
+            real = next(d for d in declared if d.lower() == close[0].lower())
+            hints.append(f"{name}: did you mean {real}?")
+    return [
+        f"Parameters: [{', '.join(unknown)}] do not exist in the template" + (f" ({'; '.join(hints)})" if hints else "")
+    ]
 
 
 def constraint_violations(template: Mapping[str, Any], overrides: Mapping[str, str] | None = None) -> list[str]:

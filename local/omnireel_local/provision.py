@@ -252,6 +252,9 @@ class Provisioner:
         sam, cfn, folders = transform(self.stack_name, self.region, template)
         # CloudFormation checks parameter constraints and the Rules section before it creates anything.
         # Then what Rules cannot compare, which AWS refuses later (CreateStateMachine): here, before anything too.
+        unknown = cfn_rules.unknown_parameters(sam, self.overrides)
+        if unknown:  # CloudFormation's first check: nothing else is looked at
+            raise TemplateRulesFailed(unknown[0] + " (nothing was created)")
         refused = (
             cfn_rules.constraint_violations(sam, self.overrides)
             + cfn_rules.failed_assertions(

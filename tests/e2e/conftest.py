@@ -52,12 +52,17 @@ def parse_env(text: str) -> dict[str, str]:
     return parse_env_lines(text)
 
 
-def start_stack(home: Path, *extra: str, env: dict[str, str] | None = None, fixed_ports: bool = False) -> LocalStack:
-    """``fixed_ports``: the stack's default port block (OMNIREEL_LOCAL_BASE_PORT in ``env``) instead of free ports."""
+def cli_env(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The CLI's environment for a stack in ``home``: no AWS endpoint or profile of the developer's leaks in."""
     env = {**os.environ, **(env or {}), "OMNIREEL_HOME": str(home)}
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         env.pop(name, None)
-    stack = LocalStack(home, env, {})
+    return env
+
+
+def start_stack(home: Path, *extra: str, env: dict[str, str] | None = None, fixed_ports: bool = False) -> LocalStack:
+    """``fixed_ports``: the stack's default port block (OMNIREEL_LOCAL_BASE_PORT in ``env``) instead of free ports."""
+    stack = LocalStack(home, cli_env(home, env), {})
     ports = [] if fixed_ports else ["--ephemeral-ports"]  # parallel test stacks never share a port
     result = stack.cli("local", "up", *ports, *extra, timeout=UP_TIMEOUT_S)
     if result.returncode != 0:

@@ -11,7 +11,7 @@ import pytest
 
 from omnireel_local import home as homedir
 
-from .conftest import start_stack, stop_stack
+from .conftest import LocalStack, cli_env, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -67,5 +67,21 @@ def test_no_relay_stack_has_no_relay_and_smoke_skips_the_voice_check(tmp_path: P
         assert re.search(r"^SKIP\s+video\s+skipped \(--skip video\)", smoke.stdout, re.M)
         assert "smoke: PASS (2 passed, 0 failed, 2 skipped)" in smoke.stdout  # image and deploy
         assert not (tmp_path / "smoke" / "validation-output.wav").exists()
+    finally:
+        assert stop_stack(stack) == []
+
+
+def test_up_refuses_a_parameter_the_template_does_not_have_and_names_the_closest(tmp_path: Path) -> None:
+    """Issue 37 item 2: CloudFormation refuses ``Parameters: [X] do not exist in the template``; the local stack
+    started anyway, with the misspelt parameter silently at its default. Nothing is left running."""
+    stack = LocalStack(tmp_path / "home", cli_env(tmp_path / "home"), {})
+    try:
+        result = stack.cli(
+            "local", "up", "--ephemeral-ports", "--parameter", "JobDeadlineSecond=5", "--parameter", "NoSuchParameter=1"
+        )
+        assert result.returncode != 0
+        assert "Parameters: [JobDeadlineSecond, NoSuchParameter] do not exist in the template" in result.stderr
+        assert "did you mean JobDeadlineSeconds?" in result.stderr
+        assert stack.cli("local", "status").returncode == 3
     finally:
         assert stop_stack(stack) == []

@@ -131,6 +131,13 @@ def test_malformed_parameters_are_refused_by_their_constraints(sam: dict[str, An
     assert any(name in p for p in cfn_rules.constraint_violations(sam, {name: value}))
 
 
+def test_a_parameter_the_template_does_not_declare_is_refused_with_the_closest_name(sam: dict[str, Any]) -> None:
+    assert cfn_rules.unknown_parameters(sam, {"JobDeadlineSeconds": "60"}) == []
+    [problem] = cfn_rules.unknown_parameters(sam, {"jobdeadlineseconds": "60", "Zzz": "1"})
+    assert problem.startswith("Parameters: [Zzz, jobdeadlineseconds] do not exist in the template")
+    assert "jobdeadlineseconds: did you mean JobDeadlineSeconds?" in problem and "Zzz:" not in problem
+
+
 def test_the_local_stack_refuses_what_the_rules_refuse() -> None:
     """The local provisioner checks constraints and Rules before its first API call (no server needed to see it)."""
     from omnireel_local.provision import Provisioner, TemplateRulesFailed
