@@ -93,6 +93,8 @@ def _wait_ready(pid: int, base: Path, timeout: float, proc: subprocess.Popen[byt
             if state and state.get("pid") == pid:
                 if state.get("ready"):
                     progress.done(f"local stack ready in {time.monotonic() - started:.1f} s: API {state['api_url']}")
+                    for line in homedir.port_move_lines(state):
+                        print(f"omnireel: {line}", file=sys.stderr)
                     return state
                 if state.get("phase") == "failed":
                     break
@@ -233,6 +235,7 @@ def status_lines(state: dict[str, Any] | None) -> tuple[bool, list[str]]:
     ]
     if ready:
         uptime = time.time() - float(state.get("started_at", time.time()))
+        lines += [f"  {line}" for line in homedir.port_move_lines(state)]
         lines += [
             f"  up {uptime:.0f} s",
             f"  AWS endpoint  {state['endpoint_url']}",

@@ -112,6 +112,26 @@ class PortPlan:
                                                           name, used)  # fmt: skip
         return used
 
+    def moves(self) -> list[dict[str, object]]:
+        """The documented ports that were taken, as ``{"name", "wanted", "used", "reason"}`` (state.json)."""
+        return [
+            {"name": name, "wanted": wanted, "used": used, "reason": "taken by another process (another local stack?)"}
+            for name, (wanted, used) in self.fallbacks.items()
+        ]
+
+
+def port_move_lines(state: dict[str, Any]) -> list[str]:
+    """What ``local up`` and ``local status`` say about moved ports: each move, and that ``local env`` is the truth."""
+    moves = state.get("port_moves") or []
+    if not moves:
+        return []
+    lines = [
+        f"port {move['wanted']} ({move['name']}) was {move['reason']}: listening on {move['used']} instead"
+        for move in moves
+    ]
+    truth = 'the documented ports do not apply to this stack: take its URLs from `eval "$(omnireel local env)"`'
+    return [*lines, truth]
+
 
 def reap(pids: list[int], grace_s: float = 10.0) -> list[int]:
     """Wait (bounded) for ``pids`` to exit, SIGKILL what is left; returns the pids that had to be killed."""

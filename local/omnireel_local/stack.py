@@ -256,7 +256,9 @@ class Stack:
         # stay in memory.
         gc.freeze()
         self.phase("ready")
-        self.save(ready=True)
+        # Issue 37 item 3: which documented ports were taken and where their servers went instead, for `local up` and
+        # `local status` to say (a shell with the documented AWS_ENDPOINT_URL would talk to someone else's stack).
+        self.save(ready=True, port_moves=self.ports.moves())
         threading.Thread(target=self._refresh, name="state-refresh", daemon=True).start()
 
     def _webhook_secret(self, arn: str | None) -> str | None:

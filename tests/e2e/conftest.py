@@ -31,6 +31,7 @@ class LocalStack:
     home: Path
     env: dict[str, str]  # process environment for CLI calls (OMNIREEL_HOME set)
     outputs: dict[str, str]  # `omnireel local env`
+    up_stderr: str = ""  # what `omnireel local up` said
 
     def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -71,6 +72,7 @@ def start_stack(home: Path, *extra: str, env: dict[str, str] | None = None, fixe
         stop_stack(stack)
         pytest.fail(f"omnireel local up failed ({result.returncode}): {result.stderr}\n{tail}")
     stack.outputs = parse_env(result.stdout)
+    stack.up_stderr = result.stderr
     return stack
 
 

@@ -48,6 +48,12 @@ def test_fixed_ports_with_a_fallback_for_a_taken_one(tmp_path: Path) -> None:
             assert emulator_ports == list(range(base + 3, base + 3 + len(emulator_ports)))
             log = (stack.home / "logs" / "stack.log").read_text()
             assert f"port {base + 1} (api) is taken: using {state['api_port']} instead" in log
+            # Issue 37 item 3: `local up` and `local status` say it too (only stack.log did), and where the truth is.
+            moved = f"port {base + 1} (api) was taken by another process (another local stack?): listening on "
+            for said in (stack.up_stderr, stack.cli("local", "status", check=True).stdout):
+                assert f"{moved}{state['api_port']} instead" in said
+                assert 'eval "$(omnireel local env)"' in said
+                assert f"port {base} (" not in said  # the AWS port did not move
             assert stack.cli("status", "00000000-0000-0000-0000-000000000000").returncode == 2  # the API answers
         finally:
             left = stop_stack(stack)
