@@ -64,13 +64,55 @@ def _dest(field: JobField) -> str:
     return "job_" + field.flag.removeprefix("--").replace("-", "_")
 
 
+def _metavar(field: JobField) -> str:
+    """What the help shows for the flag's value: the row's own, else the flag's name (``--frames FRAMES``), never
+    the internal ``dest`` (``JOB_FRAMES``)."""
+    return field.metavar or field.flag.removeprefix("--").replace("-", "_").upper()
+
+
+def _bounded(field: JobField) -> Any:
+    """The flag's ``type``: the value parsed, and checked against the bounds the API applies to its field (from the
+    domain's own rules), so a refusal names every bound (``at least 128, at most 1280 and a multiple of 16``) before
+    any call, where the API names only the first one broken."""
+    from omnireel.jobs.request import numeric_bounds
+
+    bounds = numeric_bounds(field.path)
+    if bounds is None:
+        return field.type
+    low, high, multiple = bounds
+    rules = [
+        f"{words} {int(bound) if float(bound).is_integer() else bound}"
+        for words, bound in (("at least", low), ("at most", high), ("a multiple of", multiple))
+        if bound is not None
+    ]
+    wording = ", ".join(rules[:-1]) + " and " + rules[-1] if len(rules) > 1 else rules[0]
+
+    def parse(text: str) -> Any:
+        try:
+            value = field.type(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a{'n integer' if field.type is int else ' number'}"
+            ) from None
+        if (
+            (low is not None and value < low)
+            or (high is not None and value > high)
+            or (multiple is not None and value % multiple)
+        ):
+            raise argparse.ArgumentTypeError(f"{text} is out of bounds: it must be {wording}")
+        return value
+
+    parse.__name__ = field.type.__name__  # argparse names the type in its own messages
+    return parse
+
+
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     """Every job field as a flag (plus ``--size`` for the video's WIDTHxHEIGHT)."""
     group = parser.add_argument_group("job request (unset flags take the API's defaults)")
     for field in JOB_FIELDS:
         action = "append" if field.repeat else "store"
         group.add_argument(
-            field.flag, dest=_dest(field), type=field.type, help=field.help, metavar=field.metavar, action=action
+            field.flag, dest=_dest(field), type=_bounded(field), help=field.help, metavar=_metavar(field), action=action
         )
     group.add_argument("--size", metavar="WxH", help="video WIDTHxHEIGHT (same as --width/--height; default 480x320)")
 

@@ -80,7 +80,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:  # type: ignore[override]
         suggestion = self._suggest(message)
-        super().error(message + (f"\n{suggestion}" if suggestion else ""))
+        text = message + (f"\n{suggestion}" if suggestion else "")
+        # argparse reports an unknown option from the top-level parser (subparsers hand extras back up): show the
+        # usage of the (sub)command that was given, whose options the suggestion comes from, not `omnireel COMMAND`.
+        command = _command_parser(self, self.argv) if message.startswith("unrecognized arguments") else self
+        if command is not self:
+            command.print_usage(sys.stderr)
+            command.exit(2, f"{command.prog}: error: {text}\n")
+        super().error(text)
 
     def _suggest(self, message: str) -> str | None:
         choice = re.search(r"invalid choice: '([^']*)'", message)

@@ -409,3 +409,19 @@ def decode_json_document(raw: str | bytes) -> Any:
     except RecursionError:
         raise InvalidRequest("the request is not valid JSON: nested too deeply") from None
     return data
+
+
+def numeric_bounds(path: tuple[str, ...]) -> tuple[float | None, float | None, int | None] | None:
+    """``(at least, at most, multiple of)`` of the number field at ``path`` (``("video", "width")`` -> ``(128, 1280,
+    16)``), None for a field that is not a number: for callers that check a value before sending it (the CLI's flags)
+    and must name every bound, from the rules the API applies."""
+    table = _REQUEST
+    for part in path[:-1]:
+        kind = table.rules[part].kind
+        if not isinstance(kind, _Table):
+            return None
+        table = kind
+    rule = table.rules.get(path[-1])
+    if rule is None or rule.kind not in ("int", "float"):
+        return None
+    return rule.ge, rule.le, rule.multiple_of
