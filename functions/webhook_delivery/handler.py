@@ -9,6 +9,11 @@ delay (its own ChangeMessageVisibility, capped within SQS's 12 hours from the re
 once, so the next receive moves it there instead of after one more delay). A consumer's 2xx ends it, and so does a
 target refused at delivery (it would be refused again); a host that does not resolve is retried.
 
+What is delivered comes from the stack's records, never from the message (issue 33 item 1): the message gives only
+the event's identifiers; the body is the one the stack recorded when it published the event, the URL the one in the
+job's (or batch's) own request (``omnireel.aws.record_owners.PublishedEvents``). A message naming an event the stack
+did not publish is dropped unsigned (``webhook_forged_dropped``).
+
 Each attempt has one deadline (``WEBHOOK_ATTEMPT_DEADLINE_SECONDS``, and never past the invocation's own end minus
 the time recording it takes), so a batch of receivers that all hang ends inside the function's Timeout.
 """
@@ -25,7 +30,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
 from omnireel.aws.clients import client
-from omnireel.aws.record_owners import RecordOwners
+from omnireel.aws.record_owners import PublishedEvents, RecordOwners
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import WebhookSettings
@@ -38,6 +43,7 @@ jobs = adapters.job_store(settings)
 sqs = client("sqs")
 master_key = adapters.webhook_master_key(settings)
 owners = RecordOwners(settings.jobs_table, settings.batches_table)
+published = PublishedEvents(settings.jobs_table, settings.batches_table)  # what may be delivered, and where
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 pool = ThreadPoolExecutor(max_workers=settings.webhook_delivery_concurrency, thread_name_prefix="webhook")
 # One event loop for the execution environment: Powertools runs each batch on the current loop (asyncio's implicit
@@ -78,7 +84,7 @@ def _deliver_record(record: SQSRecord) -> Delivery | None:
         )
 
     receive_count = int(record.attributes.approximate_receive_count or "1")
-    return process_record(record.body, receive_count, attempt=_attempt, backoff=backoff)
+    return process_record(record.body, receive_count, resolve=published.delivery, attempt=_attempt, backoff=backoff)
 
 
 async def _record_handler(record: SQSRecord) -> None:

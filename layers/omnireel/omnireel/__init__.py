@@ -20,9 +20,9 @@ exactly once, and fences the arrows (see ``docs/development.md``).
 - **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
   events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
   ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``, ``jobs.job``, ``jobs.request``,
-  ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``media.image_request``,
-  ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``, ``media.video_request``,
-  ``webhooks.secrets``.
+  ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``events.published``,
+  ``media.image_request``, ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``,
+  ``media.video_request``, ``webhooks.secrets``.
 - **adapters** (talk to the world outside the function; -> models and rules, adapters, ``runtime.observability``):
   every module of ``aws`` (thin botocore clients that speak the domain's language), ``webhooks.target`` (DNS: where a
   webhook may be sent) and ``webhooks.delivery`` (HTTP: one signed POST to a receiver).

@@ -29,6 +29,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery
 from omnireel.webhooks.secrets import MASTER_USE
 from omnireel_local.event_sources import lambda_record
 from omnireel_local.patches.sqs_sns import patch_sqs_visibility_limit
@@ -94,9 +95,22 @@ class OneOwner:
         return "arn:aws:iam::123456789012:user/alice"
 
 
+class Recorded:
+    """The stack's records of the events it published (omnireel.aws.record_owners.PublishedEvents; issue 33): here, the
+    events ``_send`` queued, as if the stack had published them."""
+
+    events: dict[str, RecordedDelivery] = {}
+
+    def delivery(self, ids: EventIds) -> RecordedDelivery:
+        recorded = self.events.get(ids.event_id)
+        if recorded is None:
+            raise EventNotPublished(f"no record of {ids.event_id}")
+        return recorded
+
+
 def _handler(**env: str) -> Any:
     """A fresh import of the handler module (its settings are read at import, as on a cold start); the owners of the
-    events' jobs come from ``OneOwner`` (no jobs table here)."""
+    events' jobs come from ``OneOwner`` and the published events from ``Recorded`` (no tables here)."""
     mp = pytest.MonkeyPatch()
     for name, value in env.items():
         mp.setenv(name, value)
@@ -111,12 +125,16 @@ def _handler(**env: str) -> Any:
     finally:
         mp.undo()
     module.owners = OneOwner()
+    module.published = Recorded()
     return module
 
 
 def _send(sqs: Any, url: str, hook: str, job_id: str | None = None) -> None:
     job_id = job_id or str(uuid.uuid4())  # every job event names its job (its owner's secret signs it)
     event = {"event_id": str(uuid.uuid4()), "event_type": "job.succeeded", "job_id": job_id}
+    Recorded.events[event["event_id"]] = RecordedDelivery(
+        hook, json.dumps(event), event["event_id"], "job.succeeded", job_id
+    )  # published by the stack: its record names the event and the job's webhook
     envelope = {
         "Type": "Notification",
         "Message": json.dumps(event),

@@ -118,13 +118,17 @@ def test_workflow_ended_event_names_the_execution_of_its_job():
 def test_webhook_delivery_event_carries_a_queued_job_event():
     from aws_lambda_powertools.utilities.parser.models import SqsModel
 
-    from omnireel.webhooks.dispatch import parse_queued
+    from omnireel.webhooks.dispatch import parse_ids
 
     parsed = parse(event=load("webhook_delivery_sqs.json"), model=SqsModel)
-    queued = parse_queued(parsed.Records[0].body)
-    assert queued.url.startswith("https://") and queued.event_type == "job.succeeded" and queued.job_id
+    ids = parse_ids(parsed.Records[0].body)
+    assert ids.event_type == "job.succeeded" and ids.job_id
+    # The delivery takes only these ids from a message (issue 33): run for real, it finds no record of the event and
+    # drops it. Were the URL in the sample ever used, it would be refused without a packet:
+    url = json.loads(parsed.Records[0].body)["MessageAttributes"]["webhook"]["Value"]
+    assert url.startswith("https://")
     # `omnireel invoke` runs it for real: its target must be refused without a packet (a literal metadata address).
     from omnireel.webhooks.target import WebhookRefused, resolve_target
 
     with pytest.raises(WebhookRefused, match="link-local"):
-        resolve_target(queued.url, allow_loopback_http=True, resolve=lambda host, port: [host])
+        resolve_target(url, allow_loopback_http=True, resolve=lambda host, port: [host])

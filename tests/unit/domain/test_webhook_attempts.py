@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from omnireel.events.published import RecordedDelivery
 from omnireel.webhooks.delivery import AttemptResult, post
-from omnireel.webhooks.dispatch import Delivery, WebhookAttemptFailed, deliver, parse_queued, process_record
+from omnireel.webhooks.dispatch import Delivery, QueuedEvent, WebhookAttemptFailed, deliver, process_record
 from omnireel.webhooks.target import WebhookRefused, WebhookTarget, WebhookUnresolved, resolve_target
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -132,8 +133,7 @@ def test_no_time_left_means_no_connection() -> None:
 # ---------------------------------------------------------------- item 5: DNS failures are retried
 def _queued(url: str = "https://hooks.example.com/in"):  # type: ignore[no-untyped-def]
     body = json.dumps({"event_id": "ev-1", "event_type": "job.succeeded", "job_id": "j-1"})
-    envelope = {"Message": body, "MessageAttributes": {"webhook": {"Type": "String", "Value": url}}}
-    return parse_queued(json.dumps(envelope))
+    return QueuedEvent(url, body, "ev-1", "job.succeeded", "j-1")  # as rebuilt from the job's record (issue 33)
 
 
 class _Jobs:
@@ -232,11 +232,16 @@ def _body() -> str:
     )
 
 
+def _recorded(ids):  # type: ignore[no-untyped-def]
+    """The stack's record of the event (issue 33: the message gives only identifiers)."""
+    return RecordedDelivery("https://hooks.example.com/", "{}", ids.event_id, ids.event_type, ids.job_id)
+
+
 def test_a_failed_attempt_backs_off_and_fails_its_record() -> None:
     backoffs: list[int] = []
     failed = Delivery(AttemptResult(500, "HTTP 500"), retry=True)
     with pytest.raises(WebhookAttemptFailed, match="HTTP 500"):
-        process_record(_body(), 4, attempt=lambda q, n: failed, backoff=backoffs.append)
+        process_record(_body(), 4, resolve=_recorded, attempt=lambda q, n: failed, backoff=backoffs.append)
     assert backoffs == [4]
 
 
@@ -247,15 +252,15 @@ def test_an_error_recording_the_attempt_backs_off_and_fails_its_record() -> None
         raise RuntimeError("ProvisionedThroughputExceededException")
 
     with pytest.raises(RuntimeError, match="Throughput"):
-        process_record(_body(), 1, attempt=throttled, backoff=backoffs.append)
+        process_record(_body(), 1, resolve=_recorded, attempt=throttled, backoff=backoffs.append)
     assert backoffs == [1]
 
 
 def test_a_delivered_or_refused_record_succeeds_without_backoff_and_garbage_is_dropped() -> None:
     backoffs: list[int] = []
     done = Delivery(AttemptResult(204), retry=False)
-    assert process_record(_body(), 1, attempt=lambda q, n: done, backoff=backoffs.append) is done
-    assert process_record("not json", 1, attempt=lambda q, n: done, backoff=backoffs.append) is None
+    assert process_record(_body(), 1, resolve=_recorded, attempt=lambda q, n: done, backoff=backoffs.append) is done
+    assert process_record("not json", 1, resolve=_recorded, attempt=lambda q, n: done, backoff=backoffs.append) is None
     assert backoffs == []
 
 

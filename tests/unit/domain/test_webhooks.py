@@ -20,7 +20,7 @@ from omnireel.webhooks.delivery import (
     retry_span_s,
     signed_headers,
 )
-from omnireel.webhooks.dispatch import deliver, parse_queued
+from omnireel.webhooks.dispatch import QueuedEvent, deliver
 from omnireel.webhooks.target import WebhookRefused, WebhookUnresolved, resolve_target
 
 # The test vector the Standard Webhooks reference libraries publish (libraries/*/tests: "test_sign_function").
@@ -165,12 +165,7 @@ def test_only_the_event_types_a_webhook_asked_for_carry_the_webhook_attribute() 
 
 def _queued(url: str = "https://hooks.example.com/in"):  # type: ignore[no-untyped-def]
     body = json.dumps({"event_id": "ev-1", "event_type": "job.succeeded", "job_id": "j-1"})
-    envelope = {
-        "Type": "Notification",
-        "Message": body,
-        "MessageAttributes": {"webhook": {"Type": "String", "Value": url}},
-    }
-    return parse_queued(json.dumps(envelope))
+    return QueuedEvent(url, body, "ev-1", "job.succeeded", "j-1")  # as rebuilt from the job's record (issue 33)
 
 
 class _Jobs:

@@ -85,7 +85,14 @@ def event_publisher(settings: _Events, *, eager: bool = False) -> EventPublisher
     """``eager``: the function publishes on (nearly) every call, so its clients are created at cold start."""
     from omnireel.aws.event_publisher import EventPublisher
 
-    return EventPublisher(settings.job_events_topic_arn, settings.event_bus_name, eager=eager)
+    # Events bound for a webhook are recorded on their job's or batch's record first (omnireel.events.published).
+    return EventPublisher(
+        settings.job_events_topic_arn,
+        settings.event_bus_name,
+        eager=eager,
+        jobs_table=getattr(settings, "jobs_table", None),
+        batches_table=getattr(settings, "batches_table", None),
+    )
 
 
 def workflow(settings: _Workflow) -> Workflow:

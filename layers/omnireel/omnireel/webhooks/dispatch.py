@@ -6,6 +6,13 @@ filters on that attribute, so only events with a webhook reach the delivery func
 attribute and an ``event_id`` is delivered the same way (a batch's ``batch.completed`` too); the attempt is recorded on
 a job record when the event names a ``job_id``.
 
+A message is not trusted (issue 33 item 1): whoever may send to the queue or publish to the topic could write any
+event, job and URL into it. Only its identifiers are read (``parse_ids``: event id, event type, job or batch id); the
+event delivered is the one the stack recorded when it published it, sent to the URL of the record's own request
+(``resolve``: ``omnireel.aws.record_owners.PublishedEvents``, ``omnireel.events.published``). A message naming an
+event the stack did not publish is dropped, not retried and never signed, with an error log line and the
+``webhook_forged_dropped`` metric.
+
 ``process_record`` is one SQS record of the delivery function's batch, isolated from the others: whatever fails on it
 (the attempt, recording it, the signing secret) makes that record alone invisible for its backoff and reports it as
 a batch item failure; records already delivered in the same batch are not sent again.
@@ -22,8 +29,9 @@ from typing import Any
 
 from omnireel.aws.job_store import JobStore
 from omnireel.core.errors import OmnireelError
+from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery
 from omnireel.jobs.job import iso
-from omnireel.runtime.observability import logger
+from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.webhooks.delivery import AttemptResult, post, signed_headers
 from omnireel.webhooks.target import (
     Resolver,
@@ -40,21 +48,39 @@ WEBHOOK_ATTRIBUTE = "webhook"
 @dataclass(frozen=True)
 class QueuedEvent:
     url: str
-    body: str  # the event exactly as published: signed and sent byte for byte
+    body: str  # the event exactly as the stack published and recorded it: signed and sent byte for byte
     event_id: str
     event_type: str
     job_id: str | None
 
 
-def parse_queued(sqs_body: str) -> QueuedEvent:
-    """The SNS notification an SQS record carries (raw delivery off): the event and its ``webhook`` attribute."""
+_ID_LENGTH = 200  # ids are uuids, hex digests and event type names: anything longer is not one of ours
+
+
+def _id(event: dict[str, Any], name: str) -> str:
+    value = event.get(name)
+    if not isinstance(value, str) or not value or len(value) > _ID_LENGTH:
+        raise ValueError(f"the event has no valid {name}")
+    return value
+
+
+def _optional_id(event: dict[str, Any], name: str) -> str | None:
+    return None if event.get(name) is None else _id(event, name)
+
+
+def parse_ids(sqs_body: str) -> EventIds:
+    """The identifiers in the SNS notification an SQS record carries (raw delivery off). The event body and the
+    ``webhook`` attribute in it are ignored: the delivery is rebuilt from the stack's record (``resolve``)."""
     envelope = json.loads(sqs_body)
-    url = envelope["MessageAttributes"][WEBHOOK_ATTRIBUTE]["Value"]
-    body = envelope["Message"]
-    event = json.loads(body)
-    if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
-        raise ValueError("the event has no event_id")
-    return QueuedEvent(url, body, event["event_id"], str(event.get("event_type", "event")), event.get("job_id"))
+    event = json.loads(envelope["Message"])
+    if not isinstance(event, dict):
+        raise ValueError("the event is not an object")
+    ids = EventIds(
+        _id(event, "event_id"), _id(event, "event_type"), _optional_id(event, "job_id"), _optional_id(event, "batch_id")
+    )
+    if not (ids.job_id or ids.batch_id):
+        raise ValueError("the event names no job and no batch")
+    return ids
 
 
 @dataclass(frozen=True)
@@ -131,18 +157,32 @@ def process_record(
     body: str,
     receive_count: int,
     *,
+    resolve: Callable[[EventIds], RecordedDelivery],
     attempt: Callable[[QueuedEvent, int], Delivery],
     backoff: Callable[[int], None],
 ) -> Delivery | None:
-    """One SQS record: parse it, make attempt number ``receive_count``, and on any failure call ``backoff(attempt)``
-    (the record's own ChangeMessageVisibility) and raise, so that only this record is retried. None: not a webhook
-    event (dropped: it would fail the same way every time)."""
+    """One SQS record: read its identifiers, rebuild the event from the stack's record (``resolve``), make attempt
+    number ``receive_count``, and on any failure call ``backoff(attempt)`` (the record's own ChangeMessageVisibility)
+    and raise, so that only this record is retried. None: not a webhook event, or an event the stack did not publish
+    (dropped: it would fail the same way every time; a forged one is counted as ``webhook_forged_dropped``)."""
     try:
-        queued = parse_queued(body)
+        ids = parse_ids(body)
     except (ValueError, KeyError, TypeError) as exc:
         logger.error("not a webhook event: dropped", extra={"error": str(exc)})
         return None
     failure: Exception
+    try:
+        recorded = resolve(ids)
+    except EventNotPublished as exc:
+        named = {"event_id": ids.event_id, "event_type": ids.event_type, "job_id": ids.job_id, "batch_id": ids.batch_id}
+        logger.error("webhook event not published by the stack: dropped", extra={**named, "reason": str(exc)})
+        metrics.add_metric(name="webhook_forged_dropped", unit=MetricUnit.Count, value=1)
+        return None
+    except Exception:  # a throttled read of the record, ...: this record only, retried
+        logger.exception("webhook record could not be read; it alone is retried", extra={"event_id": ids.event_id})
+        backoff(receive_count)
+        raise
+    queued = QueuedEvent(recorded.url, recorded.body, recorded.event_id, recorded.event_type, recorded.job_id)
     try:
         delivery = attempt(queued, receive_count)
     except Exception as exc:  # noqa: BLE001 - a throttle recording the attempt, the secret, ...: this record only
