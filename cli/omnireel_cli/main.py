@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import job_options, vocabulary
+from . import invocation, job_options, vocabulary
 from .errors import EXIT_INFRA, EXIT_JOB_FAILED, EXIT_USAGE, CliError, UsageError
 
 if TYPE_CHECKING:
@@ -591,7 +591,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.down and not args.stack:
         local_stack.down()
     elif not args.stack:
-        print("the local stack keeps running: `omnireel local down` stops it", file=sys.stderr)
+        print(f"the local stack keeps running: {invocation.hint('local down')} stops it", file=sys.stderr)
     jobs.raise_if_failed(job)
     if "video" in saved:
         print(f"video: {saved['video']}")

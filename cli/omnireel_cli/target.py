@@ -14,6 +14,7 @@ from typing import Any
 
 from omnireel_local import home as homedir
 
+from . import invocation
 from .errors import CliError, InfraError
 
 
@@ -39,7 +40,7 @@ class Target:
     def local_stack(cls) -> Target:
         state = homedir.read_state()
         if not state or not state.get("ready") or not homedir.pid_alive(int(state.get("pid", 0))):
-            raise InfraError("the local stack is not running: start it with `omnireel local up`")
+            raise InfraError(f"the local stack is not running: start it with {invocation.hint('local up')}")
         return cls(
             name="local",
             api_url=state["api_url"],

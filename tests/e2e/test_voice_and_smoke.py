@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import wave
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 
 from omnireel_local import home as homedir
 
-from .conftest import LocalStack
+from .conftest import ROOT, LocalStack, cli_command
 from .helpers import decode_mp4, png_size
 
 pytestmark = pytest.mark.e2e
@@ -106,8 +108,21 @@ def test_smoke_fails_when_a_check_fails(stack: LocalStack, tmp_path: Path) -> No
 def test_demo_describes_the_mp4_it_saved(stack: LocalStack, tmp_path: Path) -> None:
     """`omnireel demo` (what `make demo` runs) on the running stack: the video line carries the MP4's facts, read by
     the CLI in .venv without PyAV, and they agree with a full decode."""
-    result = stack.cli("demo", "a paper boat", "--out", str(tmp_path), timeout=240)
+    # No `omnireel` on PATH, as after `make demo` in a fresh clone (issue 37 item 6: the closing hint said
+    # "`omnireel local down` stops it", a command the shell could not find).
+    path = os.pathsep.join(p for p in stack.env["PATH"].split(os.pathsep) if not (Path(p) / "omnireel").exists())
+    env = {**stack.env, "PATH": path}
+    result = subprocess.run(
+        [*cli_command(), "demo", "a paper boat", "--out", str(tmp_path)],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+    hint = re.search(r"the local stack keeps running: `([^`]+) local down` stops it", result.stderr)
+    assert hint, result.stderr
+    runs = subprocess.run(
+        ["bash", "-c", f"{hint[1]} --version"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert runs.returncode == 0 and runs.stdout.startswith("omnireel "), runs.stderr
     line = next((ln for ln in result.stdout.splitlines() if ln.strip().startswith("video file")), "")
     video = Path(line.split()[2])
     assert video.parent.parent == tmp_path and video.name == "video.mp4"

@@ -62,3 +62,22 @@ def test_every_numeric_flag_checks_the_bounds_the_api_applies() -> None:
             if bad is not None:
                 with pytest.raises(Exception, match="out of bounds"):
                     parse(str(int(bad)))
+
+
+def test_a_hint_names_the_command_as_it_can_be_typed_here(tmp_path, monkeypatch) -> None:
+    """Issue 37 item 6: `make demo` runs .venv/bin/omnireel, which is not on PATH: hints quote that path."""
+    from omnireel_cli.invocation import command_name
+
+    script = tmp_path / "venv" / "bin" / "omnireel"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert command_name(str(script)) == "venv/bin/omnireel"
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert command_name(str(script)) == "omnireel"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert command_name(str(script)) == str(script)  # from elsewhere: the absolute path
