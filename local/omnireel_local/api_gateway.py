@@ -11,8 +11,15 @@ As strict as API Gateway at the door:
   API Gateway's ``{"message": ...}``. Distinct keys are distinct callers in ``requestContext.authorizer.iam``.
 - The body: at most 10 MB (413 ``Request Entity Too Large``, decided from Content-Length or while reading chunks,
   never by buffering more); a missing or invalid Content-Length framing is a 400 JSON answer, not a dropped
-  connection. Text bodies (``text/*``, ``application/json|xml|javascript``) that are valid UTF-8 reach the function
-  as text; anything else -- other content types, no content type, or text that is not UTF-8 -- is base64 with
+  connection.
+- Framing as RFC 9112 says (``framing``), so no request hides inside another (request smuggling): a
+  Transfer-Encoding other than one final ``chunked`` is a 400 (501 for a coding before it the door does not
+  implement, e.g. ``gzip, chunked``), as are Transfer-Encoding with Content-Length, Transfer-Encoding in HTTP/1.0,
+  differing Content-Lengths, a chunk size that is not hex digits, a line that is not a header field (whitespace
+  before the colon, junk), obs-fold and CR/LF/NUL inside a value. Each such answer closes the connection: nothing
+  after a request the door could not frame is read as another request.
+- Text bodies (``text/*``, ``application/json|xml|javascript``) that are valid UTF-8 reach the function as text;
+  anything else -- other content types, no content type, or text that is not UTF-8 -- is base64 with
   ``isBase64Encoded: true`` (payload format 2.0).
 - Repeated headers (and query parameters) reach the function joined with commas, as in payload format 2.0.
 """
@@ -27,6 +34,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from email.message import Message
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,6 +54,7 @@ CLIENT_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a
 # Delivered as text (isBase64Encoded false): these types only; form posts and missing types arrive base64-encoded.
 _TEXT = re.compile(r"^\s*(text/|application/(json|xml|javascript)\b)", re.IGNORECASE)
 _DIGITS = re.compile(r"^[0-9]{1,19}$")
+_HEX = re.compile(rb"^[0-9A-Fa-f]{1,16}$")  # chunk-size = 1*HEXDIG (int(x, 16) also takes "0x", "+", "_")
 JSON = "application/json"
 
 
@@ -56,6 +65,33 @@ class BadRequest(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def framing(headers: Message, version: str) -> int | None:
+    """How the request's body is delimited (RFC 9112 section 6): ``None`` for chunked, else its Content-Length (0
+    without one). ``BadRequest`` for any framing two parsers could read differently; the caller closes the connection.
+
+    ``headers`` is http.server's parse: a line that is not a field line ends it early (the rest lands in the
+    payload, with a defect), so a ``Content-Length`` after ``Transfer-Encoding : chunked`` would otherwise be lost.
+    """
+    if headers.defects or headers.get_payload():  # "Name : value", junk lines, a first line that is a continuation
+        raise BadRequest(400, "Bad Request")
+    if any(ch in value for _, value in headers.items() for ch in "\r\n\x00"):  # obs-fold, bare CR, NUL (RFC 9112 5.2)
+        raise BadRequest(400, "Bad Request")
+    codings = [c.strip().lower() for value in headers.get_all("Transfer-Encoding") or [] for c in value.split(",")]
+    lengths = [v.strip() for value in headers.get_all("Content-Length") or [] for v in value.split(",")]
+    if codings:
+        single_final_chunked = codings[-1] == "chunked" and codings.count("chunked") == 1 and "" not in codings
+        if lengths or version == "HTTP/1.0" or not single_final_chunked:
+            raise BadRequest(400, "Bad Request")  # 6.1: not a final, single chunked -> 400 and close
+        if len(codings) > 1:  # e.g. "gzip, chunked": a transfer coding the door does not implement
+            raise BadRequest(501, "Not Implemented")
+        return None
+    if not lengths:
+        return 0
+    if len(set(lengths)) != 1 or not _DIGITS.match(lengths[0]):
+        raise BadRequest(400, "Bad Request")
+    return int(lengths[0])
 
 
 def _utf8(value: str) -> str:
@@ -242,19 +278,11 @@ class FrontDoor:
                 self._reply(*door.handle(self.command, self.path, headers, body, self.client_address[0]))
 
             def _body(self) -> bytes:
-                """The request body, framed by Content-Length or chunked encoding, never more than 10 MB read."""
-                announced = self.headers.get_all("Content-Length") or []
-                lengths = [v.strip() for value in announced for v in value.split(",")]
-                chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
-                if chunked and lengths:  # both framings at once: a request-smuggling shape, refused
-                    raise BadRequest(400, "Bad Request")
-                if chunked:
+                """The request body, framed by Content-Length or chunked encoding (``framing``), never more than
+                10 MB read."""
+                length = framing(self.headers, self.request_version)
+                if length is None:
                     return self._chunked()
-                if not lengths:
-                    return b""
-                if len(set(lengths)) != 1 or not _DIGITS.match(lengths[0]):
-                    raise BadRequest(400, "Bad Request")
-                length = int(lengths[0])
                 if length > MAX_PAYLOAD_BYTES:
                     raise BadRequest(413, "Request Entity Too Large")
                 body = self.rfile.read(length) if length else b""
@@ -267,17 +295,17 @@ class FrontDoor:
                 total = 0
                 while True:
                     line = self.rfile.readline(1026)
-                    try:
-                        size = int(line.split(b";", 1)[0].strip(), 16)
-                    except ValueError:
-                        raise BadRequest(400, "Bad Request") from None
+                    digits = line.split(b";", 1)[0].rstrip(b"\r\n").rstrip(b" \t")  # BWS before an extension
+                    if not _HEX.match(digits):
+                        raise BadRequest(400, "Bad Request")
+                    size = int(digits, 16)
                     if size == 0:
                         for _ in range(100):  # trailers, up to the blank line
                             if self.rfile.readline(8194) in (b"\r\n", b"\n", b""):
                                 return b"".join(parts)
                         raise BadRequest(400, "Bad Request")
                     total += size
-                    if size < 0 or total > MAX_PAYLOAD_BYTES:
+                    if total > MAX_PAYLOAD_BYTES:
                         raise BadRequest(413, "Request Entity Too Large")
                     chunk = self.rfile.read(size)
                     if len(chunk) != size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
