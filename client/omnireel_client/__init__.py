@@ -19,12 +19,14 @@ from .errors import (
     NotFoundError,
     OmnireelClientError,
     Problem,
+    RedirectError,
     ServerError,
     TransportError,
+    UnexpectedResponseError,
     WaitTimeout,
 )
 from .models import Artifact, BatchCounts, Cancellation, JobError, JobPage, JobSummary, WebhookEvent, WebhookSecret
-from .webhooks import InvalidWebhookError, verify_webhook
+from .webhooks import InvalidWebhookError, WebhookVerifier, verify_webhook
 
 __version__ = "0.1.0"
 __all__ = [
@@ -50,10 +52,13 @@ __all__ = [
     "NotFoundError",
     "OmnireelClientError",
     "Problem",
+    "RedirectError",
     "ServerError",
     "TransportError",
+    "UnexpectedResponseError",
     "WaitTimeout",
     "WebhookEvent",
     "WebhookSecret",
+    "WebhookVerifier",
     "verify_webhook",
 ]

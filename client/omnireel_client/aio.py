@@ -24,7 +24,7 @@ from .client import (
 )
 from .errors import JobFailedError, WaitTimeout
 from .models import BatchState, JobPage, JobState, JobSummary, WebhookSecret
-from .webhooks import verify_webhook
+from .webhooks import DEFAULT_REFRESH_INTERVAL_S, WebhookVerifier, verify_webhook
 
 T = TypeVar("T")
 Progress = Callable[[T], "Awaitable[None] | None"]
@@ -79,13 +79,13 @@ class AsyncClient:
     def api_url(self) -> str:
         return self._sync.api_url
 
-    async def submit(self, prompt: str, *, webhook: str | None = None, idempotency_key: str | None = None,
+    async def submit(self, prompt: str, /, *, webhook: str | None = None, idempotency_key: str | None = None,
                      **fields: Any) -> AsyncJob:  # fmt: skip
         job = await asyncio.to_thread(self._sync.submit, prompt, webhook=webhook, idempotency_key=idempotency_key,
                                       **fields)  # fmt: skip
         return AsyncJob._from(self, job)
 
-    async def run(self, prompt: str, *, timeout: float = DEFAULT_WAIT_S,
+    async def run(self, prompt: str, /, *, timeout: float = DEFAULT_WAIT_S,
                   on_progress: Progress[AsyncJob] | None = None, webhook: str | None = None,
                   idempotency_key: str | None = None, **fields: Any) -> AsyncJob:  # fmt: skip
         job = await self.submit(prompt, webhook=webhook, idempotency_key=idempotency_key, **fields)
@@ -119,6 +119,10 @@ class AsyncClient:
 
     async def webhook_secret(self) -> WebhookSecret:
         return await asyncio.to_thread(self._sync.webhook_secret)
+
+    async def webhook_verifier(self, *, refresh_interval_s: float = DEFAULT_REFRESH_INTERVAL_S) -> WebhookVerifier:
+        """``Client.webhook_verifier``: in a coroutine, verify with ``await verifier.verify_async(headers, body)``."""
+        return await asyncio.to_thread(self._sync.webhook_verifier, refresh_interval_s=refresh_interval_s)
 
     verify_webhook = staticmethod(verify_webhook)
 

@@ -3,10 +3,14 @@
 Every call is one signed request (``transport.py``); a ``submit`` carries an ``Idempotency-Key`` (generated when the
 app gives none) that the client reuses on its own retries after 5xx answers and timeouts, so a retry never makes a
 second job.
+
+Every answer is read into typed values through ``parse_answer``: an answer that is not the API's (a missing field, a
+list for an object) is an ``UnexpectedResponseError``, never a ``KeyError`` or ``TypeError``.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import time
 import urllib.parse
@@ -19,8 +23,8 @@ from typing import Any
 from . import stacks
 from .errors import ConflictError, JobFailedError, TransportError, WaitTimeout
 from .models import BatchState, Cancellation, JobPage, JobState, JobSummary, WebhookSecret, parse_time
-from .transport import Transport
-from .webhooks import verify_webhook
+from .transport import Transport, parse_answer
+from .webhooks import DEFAULT_REFRESH_INTERVAL_S, WebhookVerifier, verify_webhook
 
 FILE_NAMES = {"image": "image.png", "video": "video.mp4"}
 DEFAULT_WAIT_S = 900.0
@@ -33,6 +37,8 @@ def new_idempotency_key() -> str:
 def job_body(prompt: str, fields: Mapping[str, Any], webhook: str | None) -> dict[str, Any]:
     """The ``POST /jobs`` body: ``prompt``, the request's other fields as given (``seed``, ``image={...}``,
     ``video={...}``, ``webhook_events``...), and ``webhook``."""
+    if "prompt" in fields:
+        raise TypeError("the prompt is given twice (positionally and as prompt=)")
     body: dict[str, Any] = {"prompt": prompt, **fields}
     if webhook is not None:
         body["webhook"] = webhook
@@ -82,7 +88,7 @@ def follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress: Callab
 def send_cancel(transport: Transport, job_id: str) -> Cancellation:
     """``DELETE /jobs/{id}``; a 409 whose body says the job is already ``cancelled`` counts as done."""
     try:
-        return Cancellation.from_api(transport.request("DELETE", f"/jobs/{job_id}").body)
+        return parse_answer(transport.request("DELETE", f"/jobs/{job_id}"), Cancellation.from_api)
     except ConflictError as exc:
         if not (isinstance(exc.body, dict) and exc.body.get("status") == "cancelled"):
             raise
@@ -90,9 +96,18 @@ def send_cancel(transport: Transport, job_id: str) -> Cancellation:
 
 
 def secret_of(body: dict[str, Any]) -> WebhookSecret:
-    return WebhookSecret(
-        str(body["secret"]), body.get("previous_secret"), parse_time(body.get("previous_until")), raw=body
-    )
+    previous = body.get("previous_secret")
+    if not isinstance(body["secret"], str) or not isinstance(previous, (str, type(None))):
+        raise TypeError("a secret is not a text")
+    return WebhookSecret(body["secret"], previous, parse_time(body.get("previous_until")), raw=body)
+
+
+def text_field(body: dict[str, Any], name: str) -> str:
+    """``body[name]``, a non-empty text (an id the client puts in the next request's path)."""
+    value = body[name]
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} is not a text: {value!r}"[:200])
+    return value
 
 
 def download_to(url: str, path: Path, timeout: float = 60.0) -> Path:
@@ -105,7 +120,9 @@ def download_to(url: str, path: Path, timeout: float = 60.0) -> Path:
         with urllib.request.urlopen(url, timeout=timeout) as response, partial.open("wb") as out:  # noqa: S310
             while chunk := response.read(1 << 20):
                 out.write(chunk)
-    except OSError as exc:
+            if response.length:  # http.client's read(n) ends quietly on a body shorter than its Content-Length
+                raise http.client.IncompleteRead(b"", response.length)
+    except (OSError, http.client.HTTPException) as exc:  # refused, timeout, cut short, not HTTP
         partial.unlink(missing_ok=True)
         raise TransportError(f"cannot download {path.name}: {exc}") from exc
     os.replace(partial, path)
@@ -143,19 +160,20 @@ class Client:
         return client
 
     # ---------------------------------------------------------------- jobs
-    def submit(self, prompt: str, *, webhook: str | None = None, idempotency_key: str | None = None,
+    def submit(self, prompt: str, /, *, webhook: str | None = None, idempotency_key: str | None = None,
                **fields: Any) -> Job:  # fmt: skip
-        """``POST /jobs``: the accepted job (``status`` ``accepted``; ``refresh``/``wait`` follow it)."""
+        """``POST /jobs``: the accepted job (``status`` ``accepted``; ``refresh``/``wait`` follow it). ``fields`` go
+        into the request as given, whatever their names (the API refuses one it does not know, ``self`` too)."""
         key = idempotency_key or new_idempotency_key()
         reply = self.transport.request(
             "POST", "/jobs", job_body(prompt, fields, webhook), {"Idempotency-Key": key}, ok=(202,)
         )
-        job = Job(self, str(reply.body["job_id"]), str(reply.body.get("status", "accepted")))
+        job = parse_answer(reply, lambda b: Job(self, text_field(b, "job_id"), str(b.get("status", "accepted"))))
         job.idempotency_key = key
         job.raw = reply.body
         return job
 
-    def run(self, prompt: str, *, timeout: float = DEFAULT_WAIT_S, on_progress: Callable[[Job], None] | None = None,
+    def run(self, prompt: str, /, *, timeout: float = DEFAULT_WAIT_S, on_progress: Callable[[Job], None] | None = None,
             webhook: str | None = None, idempotency_key: str | None = None, **fields: Any) -> Job:  # fmt: skip
         """``submit`` then ``wait``: the succeeded job; ``JobFailedError`` if it failed or was cancelled."""
         job = self.submit(prompt, webhook=webhook, idempotency_key=idempotency_key, **fields)
@@ -179,9 +197,16 @@ class Client:
     def jobs_page(self, status: str | None = None, *, limit: int | None = None, cursor: str | None = None) -> JobPage:
         """One page of ``GET /jobs`` (for an app that keeps the cursor itself, e.g. behind its own "more" button)."""
         query = {k: v for k, v in (("status", status), ("limit", limit), ("cursor", cursor)) if v is not None}
-        body = self.transport.request("GET", "/jobs" + ("?" + urllib.parse.urlencode(query) if query else "")).body
-        items = tuple(JobSummary.from_api(item) for item in body.get("jobs") or [])
-        return JobPage(items, body.get("next_cursor"), raw=body)
+        reply = self.transport.request("GET", "/jobs" + ("?" + urllib.parse.urlencode(query) if query else ""))
+
+        def page(body: dict[str, Any]) -> JobPage:
+            items = tuple(JobSummary.from_api(item) for item in body.get("jobs") or [])
+            cursor = body.get("next_cursor")
+            if not isinstance(cursor, (str, type(None))):
+                raise TypeError("next_cursor is not a text")
+            return JobPage(items, cursor, raw=body)
+
+        return parse_answer(reply, page)
 
     def cancel(self, job_id: str) -> Job:
         """``DELETE /jobs/{id}``: the job as it stands after the cancel. A job already cancelled (e.g. this client's
@@ -197,8 +222,13 @@ class Client:
         reply = self.transport.request(
             "POST", "/batches", batch_body(requests, webhook), {"Idempotency-Key": key}, ok=(202,)
         )
-        batch = Batch(self, str(reply.body["batch_id"]), str(reply.body.get("status", "")))
-        batch._update(reply.body)
+
+        def accepted(body: dict[str, Any]) -> Batch:
+            batch = Batch(self, text_field(body, "batch_id"), str(body.get("status", "")))
+            batch._update(body)
+            return batch
+
+        batch = parse_answer(reply, accepted)
         batch.idempotency_key = key
         return batch
 
@@ -208,7 +238,12 @@ class Client:
     # ---------------------------------------------------------------- webhooks
     def webhook_secret(self) -> WebhookSecret:
         """``GET /webhooks/secret``: this caller's own secret (it signs the deliveries of this caller's jobs only)."""
-        return secret_of(self.transport.request("GET", "/webhooks/secret").body)
+        return parse_answer(self.transport.request("GET", "/webhooks/secret"), secret_of)
+
+    def webhook_verifier(self, *, refresh_interval_s: float = DEFAULT_REFRESH_INTERVAL_S) -> WebhookVerifier:
+        """A ``WebhookVerifier`` for a receiver: reads this caller's secret now, and again when a delivery verifies
+        with none of the secrets it holds (a rotation), at most once per ``refresh_interval_s`` seconds."""
+        return WebhookVerifier(self.webhook_secret, self.webhook_secret(), refresh_interval_s=refresh_interval_s)
 
     verify_webhook = staticmethod(verify_webhook)
 
@@ -222,7 +257,7 @@ class Job(JobState):
 
     def refresh(self) -> Job:
         """Read the job again (``GET /jobs/{id}``); returns itself, updated."""
-        self._update(self._client.transport.request("GET", f"/jobs/{self.job_id}").body)
+        parse_answer(self._client.transport.request("GET", f"/jobs/{self.job_id}"), self._update)
         return self
 
     def wait(self, timeout: float = DEFAULT_WAIT_S, *, on_progress: Callable[[Job], None] | None = None,
@@ -265,7 +300,7 @@ class Batch(BatchState):
         self._client = client
 
     def refresh(self) -> Batch:
-        self._update(self._client.transport.request("GET", f"/batches/{self.batch_id}").body)
+        parse_answer(self._client.transport.request("GET", f"/batches/{self.batch_id}"), self._update)
         return self
 
     def wait(self, timeout: float = 3600.0, *, on_progress: Callable[[Batch], None] | None = None) -> Batch:

@@ -55,7 +55,26 @@ class ServerError(ApiError):
 
 
 class TransportError(OmnireelClientError):
-    """The API could not be reached (connection refused, timeout) after the client's retries."""
+    """The API could not be reached, or the exchange broke off (connection refused or reset, timeout, a malformed status
+    line, a body shorter than its ``Content-Length``) after the client's retries."""
+
+
+class UnexpectedResponseError(OmnireelClientError):
+    """An answer that is not the API's: a success whose body is not the JSON object the API sends (an HTML page, an
+    empty body, a JSON array, a missing field...), or a redirect. ``status``, ``headers`` and the decoded ``body``."""
+
+    def __init__(self, message: str, status: int, headers: dict[str, str], body: Any):
+        super().__init__(message)
+        self.status, self.headers, self.body = status, headers, body
+
+
+class RedirectError(UnexpectedResponseError):
+    """A 3xx answer. The client never follows a redirect: the request would carry its signature (``Authorization``)
+    and ``Idempotency-Key`` to ``location`` (where the answer pointed; None if it did not say)."""
+
+    def __init__(self, message: str, status: int, headers: dict[str, str], body: Any, location: str | None):
+        super().__init__(message, status, headers, body)
+        self.location = location
 
 
 class CredentialsError(OmnireelClientError):

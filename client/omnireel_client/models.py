@@ -202,7 +202,7 @@ class BatchState:
 @dataclass(frozen=True)
 class WebhookSecret:
     """``GET /webhooks/secret``: the caller's own ``whsec_`` secret; during a rotation also the previous one, which
-    keeps signing (a second signature) until ``previous_until``."""
+    keeps signing (a second signature) until ``previous_until``, and is trusted until then only."""
 
     secret: str
     previous_secret: str | None = None
@@ -211,8 +211,14 @@ class WebhookSecret:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every secret a receiver should accept now."""
-        return (self.secret,) + ((self.previous_secret,) if self.previous_secret else ())
+        """Every secret a receiver should accept now (read at each verification, not when the secret was fetched):
+        the previous secret only before its ``previous_until`` (never without one)."""
+        return self.secrets_at(datetime.now(timezone.utc))
+
+    def secrets_at(self, when: datetime) -> tuple[str, ...]:
+        """Every secret a receiver should accept at ``when`` (an aware datetime)."""
+        grace = self.previous_secret and self.previous_until is not None and when < self.previous_until
+        return (self.secret,) + ((self.previous_secret,) if grace and self.previous_secret else ())
 
 
 @dataclass(frozen=True)

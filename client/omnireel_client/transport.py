@@ -4,25 +4,37 @@ Retried (with exponential backoff and jitter, honouring ``Retry-After`` up to ``
 failures, timeouts, 429, 502, 503 and 504 -- but only for requests that are safe to repeat: ``GET``, ``DELETE`` (a
 cancel's repeat answers 409 "cancelled", which the client reads as done) and a ``POST`` that carries an
 ``Idempotency-Key`` (the API answers its repeat with the same job). Every attempt is signed afresh (a retry must not
-carry a stale ``X-Amz-Date``).
+carry a stale ``X-Amz-Date``). A broken exchange (a malformed status line, a body cut short, a reset) is a connection
+failure too.
+
+Redirects are never followed: urllib would repeat the request, with its ``Authorization`` and ``Idempotency-Key``, at
+whatever ``Location`` says (another host too). A 3xx is a ``RedirectError``; a success whose body is not the JSON object
+the API sends is an ``UnexpectedResponseError``. Every failure is an ``OmnireelClientError``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import random
+import re
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from .errors import CredentialsError, TransportError, api_error
+from .errors import CredentialsError, RedirectError, TransportError, UnexpectedResponseError, api_error
 from .signing import signed_headers
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 MAX_RETRY_AFTER_S = 10.0
 USER_AGENT = "omnireel-client/0.1"
+# What building a typed value from an answer of the wrong shape raises (a missing key, a list for an object...).
+SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
+T = TypeVar("T")
 
 
 @dataclass
@@ -30,6 +42,17 @@ class Reply:
     status: int
     headers: dict[str, str]
     body: Any
+
+    def header(self, name: str) -> str | None:
+        """A header of the answer, whatever its case."""
+        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx comes back as the answer (an ``HTTPError``): never followed."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
 
 
 class Transport:
@@ -43,13 +66,21 @@ class Transport:
         self.timeout = timeout
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
+        self._opener = urllib.request.build_opener(_NoRedirects())
 
     def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
                 ok: tuple[int, ...] = (200,)) -> Reply:  # fmt: skip
-        """The decoded reply of an answer in ``ok``; any other answer raises its ``ApiError``."""
+        """The decoded reply of an answer in ``ok`` (its body a JSON object, as the API sends); any other answer raises
+        its ``ApiError``, a 3xx ``RedirectError``, a body of another shape ``UnexpectedResponseError``."""
         reply = self.exchange(method, path, body, headers)
         if reply.status not in ok:
             raise api_error(reply.status, reply.body)
+        if not isinstance(reply.body, dict):
+            raise UnexpectedResponseError(
+                f"{method} {path} answered {reply.status} with {_describe(reply)}, not the API's JSON object "
+                f"(is {self.api_url} the omnireel API?)",
+                reply.status, reply.headers, reply.body,
+            )  # fmt: skip
         return reply
 
     def exchange(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Reply:
@@ -66,32 +97,73 @@ class Transport:
             request = urllib.request.Request(url, data=data, method=method, headers=signed)  # noqa: S310 - http(s)
             last = attempt == self.attempts or not repeatable
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                    return Reply(response.status, dict(response.headers.items()), _decode(response.read()))
-            except urllib.error.HTTPError as exc:
-                reply = Reply(exc.code, dict(exc.headers.items()), _decode(exc.read()))
-                if exc.code not in RETRYABLE_STATUS or last:
-                    return reply
-                self._pause(attempt, reply.headers.get("Retry-After"))
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                reply = self._attempt(request)
+            except (OSError, http.client.HTTPException) as exc:  # refused, reset, timeout, bad status line, cut short
                 if last:
-                    raise TransportError(f"the API at {self.api_url} is unreachable: {_reason(exc)}") from exc
+                    raise TransportError(_failure(self.api_url, exc)) from exc
                 self._pause(attempt, None)
+                continue
+            if 300 <= reply.status < 400:
+                location = reply.header("Location")
+                raise RedirectError(
+                    f"{method} {path} answered {reply.status}, a redirect to {location!r}: not followed (it would "
+                    "carry this request's signature there)",
+                    reply.status, reply.headers, reply.body, location,
+                )  # fmt: skip
+            if reply.status in RETRYABLE_STATUS and not last:
+                self._pause(attempt, reply.header("Retry-After"))
+                continue
+            return reply
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+    def _attempt(self, request: urllib.request.Request) -> Reply:
+        """One exchange, its body read whole (a body cut short raises here, inside the retry loop)."""
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return Reply(response.status, dict(response.headers.items()), _decode(response.read()))
+        except urllib.error.HTTPError as exc:  # an answer: 3xx, 4xx, 5xx
+            with contextlib.closing(exc):
+                return Reply(exc.code, dict((exc.headers or {}).items()), _decode(exc.read()))
 
     def _pause(self, attempt: int, retry_after: str | None) -> None:
         delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random())  # jitter, not crypto
-        if retry_after and retry_after.strip().isdigit():
+        if retry_after and re.fullmatch(r"[0-9]{1,6}", retry_after.strip()):  # ASCII digits ("²".isdigit() is True)
             delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER_S))
         time.sleep(delay)
 
 
-def _reason(exc: Exception) -> str:
-    return str(getattr(exc, "reason", None) or exc)
+def parse_answer(reply: Reply, build: Callable[[dict[str, Any]], T]) -> T:
+    """``build(reply.body)``; an answer without the fields and types the API sends is an ``UnexpectedResponseError``
+    (not a ``KeyError`` or ``TypeError`` from deep inside the models)."""
+    try:
+        return build(reply.body)
+    except SHAPE_ERRORS as exc:
+        raise UnexpectedResponseError(
+            f"an answer {reply.status} is not shaped as the API's ({type(exc).__name__}: {str(exc)[:200]})",
+            reply.status, reply.headers, reply.body,
+        ) from exc  # fmt: skip
+
+
+def _describe(reply: Reply) -> str:
+    body = reply.body
+    if body is None:
+        return "an empty body (or JSON null)"
+    if isinstance(body, list):
+        return "a JSON array"
+    if isinstance(body, str):
+        kind = reply.header("Content-Type") or "no Content-Type"
+        return f"a body that is not JSON ({kind}: {body[:80]!r})"
+    return f"JSON {type(body).__name__} {str(body)[:80]!r}"
+
+
+def _failure(api_url: str, exc: BaseException) -> str:
+    if isinstance(exc, http.client.HTTPException) and not isinstance(exc, ConnectionError):
+        return f"the answer of the API at {api_url} broke off or is not HTTP: {type(exc).__name__}: {str(exc)[:200]}"
+    return f"the API at {api_url} is unreachable: {str(getattr(exc, 'reason', None) or exc) or type(exc).__name__}"
 
 
 def _decode(raw: bytes) -> Any:
     try:
         return json.loads(raw) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
         return raw.decode(errors="replace")

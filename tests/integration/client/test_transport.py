@@ -5,14 +5,9 @@ signed afresh, and that errors carry the API's code and problems."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from botocore.credentials import Credentials
 
 from omnireel_client import (
     Client,
@@ -23,52 +18,7 @@ from omnireel_client import (
     TransportError,
 )
 
-CREDENTIALS = Credentials("AKIDEXAMPLE", "secret")
-ACCEPTED = {"job_id": "00000000-0000-4000-8000-000000000001", "status": "accepted", "status_url": "/jobs/x"}
-
-
-class Script:
-    """Answers in order: (status, body, headers, delay_s); the last one repeats."""
-
-    def __init__(self) -> None:
-        self.answers: list[tuple[int, Any, dict[str, str], float]] = []
-        self.seen: list[dict[str, Any]] = []
-
-
-@pytest.fixture
-def api() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            script.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                                "body": body})  # fmt: skip
-            index = min(len(script.seen), len(script.answers)) - 1
-            status, payload, headers, delay = script.answers[index]
-            time.sleep(delay)  # a slow peer (the client's timeout is what is tested)
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                for name, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        do_GET = do_POST = do_DELETE = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", script
-    server.shutdown()
-    server.server_close()
+from .conftest import ACCEPTED, CREDENTIALS
 
 
 def _client(url: str, **options: Any) -> Client:
