@@ -52,7 +52,7 @@ from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import ApiSettings
 from omnireel.webhooks.signing import secret_view
-from omnireel.webhooks.target import resolve_target
+from omnireel.webhooks.submit_check import check_webhook_target
 
 settings = ApiSettings.from_env()
 jobs = adapters.job_store(settings)
@@ -102,8 +102,8 @@ def create_job() -> Response:
     if not body:
         raise InvalidRequest("the request body is empty: send a JSON object with at least a prompt")
     request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
-    if request.webhook:  # where it may be sent (https, public addresses only): omnireel.webhooks.target
-        resolve_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
+    if request.webhook:  # where it may be sent (https, public addresses only), its DNS lookup bounded (submit_check)
+        check_webhook_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     caller = _caller()
     natural_key = f"api:{caller}:{key}" if key else None
     job, created = submit_job(
@@ -187,7 +187,7 @@ def create_batch() -> Response:
             check_webhook_url(webhook)
         except ValueError as exc:
             raise InvalidRequest(f"webhook: {exc}") from None
-        resolve_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
+        check_webhook_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
     batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key, webhook=webhook)
     if created:

@@ -1,6 +1,7 @@
 """Safety net for batches on a schedule (omnireel.batches.reconcile): lines whose terminal event was lost are counted
-from their job records (freeing their in-flight slots), intakes that stopped are ended, and completions that were
-claimed but never published are published. The ``batch_repairs`` metric counts what it repaired (alarmed on).
+from their job records (freeing their in-flight slots), intakes that stopped are ended, completions that were
+claimed but never published are published, and lines that never got a record (their work item dead-lettered or
+lost) are failed with the reason. The ``batch_repairs`` metric counts what it repaired (alarmed on).
 
 An EventBridge schedule rule invokes this every few minutes (asynchronously: retries, then the on-failure queue). It
 reads only the batches table's open-items index, so its cost follows the number of open lines, not of all batches.
@@ -9,6 +10,8 @@ reads only the batches table's open-items index, so its cost follows the number 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
+from omnireel.aws.batch_queue import DeadLetters
+from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.fanout import LineFailure
 from omnireel.batches.progress import Progress
 from omnireel.batches.reconcile import Reconciler
@@ -27,6 +30,10 @@ reconciler = Reconciler(
     progress=Progress(store, artifacts, publisher, settings.presign_seconds),
     failure=LineFailure(store, jobs, artifacts, publisher, settings.presign_seconds),
     grace_s=settings.batch_reconcile_grace_seconds,
+    dead_letter_queue=DeadLetters(settings.batch_dead_letter_queue_url)
+    if settings.batch_dead_letter_queue_url
+    else None,
+    inbox=InboxStore(),
 )
 
 
@@ -45,4 +52,6 @@ def handler(event: dict, context: LambdaContext) -> dict:
         "jobs_failed": repairs.jobs_failed,
         "intakes_ended": repairs.intakes_ended,
         "batches_completed": repairs.batches_completed,
+        "lines_lost": repairs.lines_lost,
+        "dead_letters": repairs.dead_letters,
     }

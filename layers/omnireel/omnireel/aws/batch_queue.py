@@ -44,3 +44,37 @@ class BatchQueue:
             if result.get("Failed"):
                 failed = result["Failed"][0]
                 raise RuntimeError(f"SQS refused a batch chunk: {failed.get('Code')} {failed.get('Message')}")
+
+
+class DeadLetters:
+    """The batch dead-letter queue, as the reconciler reads it: work items (``split`` / ``lines``) whose every receive
+    failed, and terminal job events of batch jobs that BatchProgress could not count (left for the operator: the
+    reconciler counts those lines from their job records)."""
+
+    def __init__(self, queue_url: str):
+        self.queue_url = queue_url
+
+    @cached_property
+    def _sqs(self) -> Any:
+        return client("sqs")
+
+    def receive(self, *, max_calls: int = 10, hide_s: int = 300) -> list[tuple[str, dict[str, Any] | None]]:
+        """Up to ``max_calls`` x 10 messages as (receipt handle, JSON body or None), each hidden ``hide_s`` seconds
+        so one run does not read it twice."""
+        found: list[tuple[str, dict[str, Any] | None]] = []
+        for _ in range(max_calls):
+            messages = self._sqs.receive_message(
+                QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=hide_s
+            ).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                try:
+                    body = json.loads(message["Body"])
+                except ValueError:
+                    body = None
+                found.append((message["ReceiptHandle"], body if isinstance(body, dict) else None))
+        return found
+
+    def delete(self, receipt: str) -> None:
+        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)

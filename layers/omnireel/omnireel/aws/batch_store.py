@@ -200,6 +200,21 @@ class BatchStore:
                 raise
             return False
 
+    def touch(self, batch_id: str) -> None:
+        """Say the batch moved (``updated_at``) without changing a count: lines re-queued for lack of an in-flight
+        slot are waiting, not lost (the reconciler fails unrecorded lines only of a batch silent for long)."""
+        try:
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=self._key(batch_id, BATCH_ITEM),
+                UpdateExpression="SET updated_at = :now",
+                ConditionExpression="attribute_exists(batch_id)",
+                ExpressionAttributeValues=to_attributes({":now": iso(now())}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
     # ------------------------------------------------------------ lines
     def line(self, batch_id: str, line: int) -> dict[str, Any] | None:
         return self._get(batch_id, line_item(line))

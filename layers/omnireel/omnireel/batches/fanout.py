@@ -15,6 +15,14 @@ wait is bounded: a line still without a slot ``max_deferral_s`` after it was fir
 A work item on its last receive (the queue's ``maxReceiveCount``) does not go to the dead-letter queue silently: a
 split step that still fails ends the batch at its cursor (as a deleted file does: ``truncated``), and a line that
 still fails becomes a failed job naming the error, so the batch completes either way.
+
+Time (issue 33 item 2): a line's webhook host is looked up once, bounded (``omnireel.webhooks.submit_check``: a host
+that does not answer within ``resolve_timeout_s`` fails the line with that reason; the lines of a chunk that share a
+host wait for it once), and only while the line has no record (a line already submitted is never looked up again).
+Each line's work is budgeted against the invocation's ``deadline``: a line starts only if a lookup and its writes fit
+before it (the invocation's first line always starts), and the lines that do not fit are queued again as a new work
+item (``continued``; no receive is spent), so BatchSubmit returns before its Timeout, and a slow chunk never takes the
+other record of its invocation down with it. A split step that no longer fits is queued again the same way.
 """
 
 from __future__ import annotations
@@ -40,9 +48,15 @@ from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job
 from omnireel.runtime.observability import logger
-from omnireel.webhooks.target import resolve_target
+from omnireel.webhooks.submit_check import SUBMIT_RESOLVE_TIMEOUT_S, Lookups, check_webhook_target
+from omnireel.webhooks.target import Resolver, system_resolver
 
 MAX_RETRY_DELAY_S = 60
+# What one line's writes may take besides its lookup (DynamoDB transaction, job record, StartExecution or a failed
+# job's record and event, with the SDK's retries): a line starts only with this much time left (plus its lookup's).
+LINE_WORK_S = 4.0
+# A split step (a 1 MiB ranged read, up to ~40 chunk messages, the checkpoint) starts only with this much time left.
+SPLIT_WORK_S = 10.0
 
 
 @dataclass
@@ -60,9 +74,26 @@ class Fanout:
     retry_base_s: int = 2
     allow_loopback_http: bool = False  # WEBHOOK_ALLOW_LOOPBACK_HTTP, as for single jobs
     max_deferral_s: int = 604800  # BATCH_MAX_DEFERRAL_SECONDS (template: BatchMaxDeferralSeconds)
+    resolve: Resolver = system_resolver  # the webhook host lookup (bounded per line: resolve_timeout_s)
+    resolve_timeout_s: float = SUBMIT_RESOLVE_TIMEOUT_S
 
     # ------------------------------------------------------------ split
-    def split_step(self, batch_id: str, offset: int, line: int, *, redelivered: bool, final: bool = False) -> str:
+    def split_step(
+        self,
+        batch_id: str,
+        offset: int,
+        line: int,
+        *,
+        redelivered: bool,
+        final: bool = False,
+        deadline: float | None = None,
+        first: bool = True,
+    ) -> str:
+        """One split step. ``deadline`` (``time.monotonic()``): the invocation's usable end; a step that would not fit
+        before it (and is not the invocation's ``first`` work) is queued again as it is, to run in a fresh one."""
+        if deadline is not None and not first and deadline - time.monotonic() < SPLIT_WORK_S:
+            self.queue.send_split(batch_id, offset, line)
+            return "continued"
         batch = self._batch(batch_id)
         if batch.split_done or batch.split_offset != offset:
             # Someone holding this cursor already moved it. A redelivery of a step whose run died after its
@@ -126,17 +157,42 @@ class Fanout:
 
     # ------------------------------------------------------------ lines
     def submit_lines(
-        self, batch_id: str, lines: list[Line], attempt: int, *, queued_at: int | None = None, final: bool = False
+        self,
+        batch_id: str,
+        lines: list[Line],
+        attempt: int,
+        *,
+        queued_at: int | None = None,
+        final: bool = False,
+        deadline: float | None = None,
+        first: bool = True,
     ) -> dict[str, int]:
         """One chunk of lines. ``queued_at``: when they were first queued (None for work items queued before it was
         carried: counted from now). ``final``: the message's last receive, so a line that still fails is failed
-        with the error rather than dead-lettered with its chunk."""
-        batch = self._batch(batch_id)
-        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0, "expired": 0, "failed": 0}
+        with the error rather than dead-lettered with its chunk. ``deadline`` (``time.monotonic()``): the
+        invocation's usable end; the lines that do not fit before it are queued again (``continued``). ``first``:
+        this is the invocation's first work item, whose first line always starts (so every invocation moves on)."""
         queued_at = int(time.time()) if queued_at is None else queued_at
+        outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0, "expired": 0, "failed": 0}
+        lookups = Lookups(self.resolve)  # one lookup per host for the whole chunk
+        batch: Batch | None = None
         for index, line in enumerate(lines):
+            timeout_s = self.resolve_timeout_s
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if (index > 0 or not first) and left < self.resolve_timeout_s + LINE_WORK_S:
+                    rest = lines[index:]
+                    self.queue.send_lines(batch_id, rest, attempt=attempt, queued_at=queued_at)
+                    outcome["continued"] = len(rest)
+                    extra = {"batch_id": batch_id, "continued": len(rest), "left_s": round(left, 1)}
+                    logger.info(
+                        "batch lines continued in a new work item: no time left in this invocation", extra=extra
+                    )
+                    break
+                timeout_s = max(0.5, min(self.resolve_timeout_s, left - LINE_WORK_S))
+            batch = batch or self._batch(batch_id)
             try:
-                result = self._submit_line(batch, line)
+                result = self._submit_line(batch, line, lookups, timeout_s)
             except Exception as exc:
                 if not final:
                     raise
@@ -159,6 +215,9 @@ class Fanout:
                 delay = min(MAX_RETRY_DELAY_S, self.retry_base_s * 2 ** min(attempt, 6))
                 delay = max(1, int(delay * random.uniform(0.5, 1.0)))
                 self.queue.send_lines(batch_id, rest, attempt=attempt + 1, delay_s=delay, queued_at=queued_at)
+                # The batch is waiting, not lost: its record says it moved (the reconciler fails a batch's unrecorded
+                # lines only after it has been silent for long: omnireel.batches.reconcile).
+                self.store.touch(batch_id)
                 outcome["deferred"] = len(rest)
                 logger.info(
                     "batch backpressure: no in-flight slot",
@@ -168,26 +227,34 @@ class Fanout:
             outcome[result] += 1
         return outcome
 
-    def _submit_line(self, batch: Batch, line: Line) -> str:
+    def _submit_line(self, batch: Batch, line: Line, lookups: Lookups | None = None, timeout_s: float = 0) -> str:
         natural_key = line_natural_key(batch.natural_key, line.number)
         job_id = job_id_for(natural_key)
         ref = BatchRef(batch_id=batch.batch_id, line=line.number)
         if batch.truncated and line.number >= batch.truncated.truncated_at_line:
             return "dropped"  # queued by a split step that died before its checkpoint; the file is gone since
+        # Read first: a line already recorded (a redelivered or continued chunk) is never validated or looked up again.
+        recorded = self.store.line(batch.batch_id, line.number)
+        if recorded is not None and recorded.get("submitted") != "accepted":
+            return "already"
         try:
             if line.error:
                 raise InvalidRequest(line.error)
             assert line.text is not None
             request = parse_job_request_json(line.text, default_video_steps=self.default_video_steps)
-            if request.webhook:  # where it may be sent, checked as for a single job (omnireel.webhooks.target)
-                resolve_target(request.webhook, allow_loopback_http=self.allow_loopback_http)
+            if request.webhook and recorded is None:  # where it may be sent, checked as for a single job, bounded
+                check_webhook_target(
+                    request.webhook,
+                    allow_loopback_http=self.allow_loopback_http,
+                    timeout_s=timeout_s or self.resolve_timeout_s,
+                    lookups=lookups,
+                )
         except InvalidRequest as exc:
             submitted = self.store.submit_line(batch.batch_id, line.number, job_id, accepted=False, max_in_flight=None)
             if not submitted and self.store.line(batch.batch_id, line.number) is None:
                 return "dropped"  # the batch was truncated before this line (submit_line's condition)
             fail_line_job(self._line_failure(), batch, line.number, code=exc.code, message=exc.message)
             return "rejected"
-        recorded = self.store.line(batch.batch_id, line.number)
         fresh = False
         if recorded is None:
             fresh = self.store.submit_line(

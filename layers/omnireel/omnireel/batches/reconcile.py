@@ -15,7 +15,16 @@ counted terminal, batch records not yet published), oldest first, and repairs wh
   (``truncated.code = SplitFailed``). Intakes are ended only after 4 x ``grace_s`` without a checkpoint (1 h by
   default), since a live split step may wait behind other batches' chunks;
 - a batch whose last line was counted but whose ``batch.completed`` was not published (a claimant that died):
-  published.
+  published;
+- a work item dead-lettered in BatchDeadLetterQueue (every receive of it failed: the process was killed each time,
+  so even the last receive's safety net could not run): its lines that never got a record fail with that reason, a
+  split step ends the batch at its cursor; the message is then deleted (nothing is left for a redrive to do). Terminal
+  job events dead-lettered there are left alone (their lines are counted from the job records, above);
+- a batch whose intake is done but some of whose lines never got a record (their work item was lost, however: a
+  dead-letter message deleted or expired, ...), once the batch has been silent for ``lost_line_silence`` (the larger
+  of 4 x ``grace_s`` and ``LOST_LINE_MIN_SILENCE_S``, longer than a chunk waits between two backpressure re-queues,
+  each of which marks the batch as moving): those lines fail with the reason. Which lines exist is the batch's own
+  count for an API batch (1..total) and the dropped file's job lines for a file (read again by version).
 
 Every repair is a conditional write that a concurrent normal path would also make once, so at most one of them wins.
 The count of repairs is the ``batch_repairs`` metric, alarmed on (template: BatchReconcilerRepairsAlarm): each one is
@@ -27,12 +36,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from omnireel.aws.batch_queue import DeadLetters
 from omnireel.aws.batch_store import BATCH_ITEM, TERMINAL_COUNTERS, Batch, BatchStore
+from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
-from omnireel.batches.fanout import LineFailure, fail_line_job, reject_line
+from omnireel.batches.batch import MAX_FILE_BYTES, Line, split_lines
+from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_job, reject_line
 from omnireel.batches.progress import Progress
 from omnireel.jobs.job import iso, now, parse_time
 from omnireel.runtime.observability import logger
+
+# A batch with unrecorded lines is taken for lost only after this much silence at least: several backpressure
+# re-queue delays (each re-queue marks the batch as moving), whatever the grace.
+LOST_LINE_MIN_SILENCE_S = 6 * MAX_RETRY_DELAY_S
 
 
 @dataclass
@@ -42,11 +58,13 @@ class Repairs:
     jobs_failed: int = 0  # submitted lines whose job never existed
     intakes_ended: int = 0  # batches whose intake stopped: unqueued lines failed, or the split ended at its cursor
     batches_completed: int = 0  # batch.completed published here
+    lines_lost: int = 0  # lines that never got a record (dead-lettered or lost work items): failed with the reason
+    dead_letters: int = 0  # dead-lettered work items handled (and deleted from the dead-letter queue)
     details: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
-        return self.lines_counted + self.jobs_failed + self.intakes_ended + self.batches_completed
+        return self.lines_counted + self.jobs_failed + self.intakes_ended + self.batches_completed + self.lines_lost
 
 
 @dataclass
@@ -60,12 +78,24 @@ class Reconciler:
     # An intake is ended only after this much silence: longer than a line's grace, because a healthy split step can
     # wait in a busy batch queue behind other batches' chunks (INTAKE_STALL_FACTOR x the grace: 1 h by default).
     intake_stall_factor: int = 4
+    dead_letter_queue: DeadLetters | None = None  # BatchDeadLetterQueue (None: not read)
+    inbox: InboxStore | None = None  # to list a dropped file's job lines (None: only API batches' lost lines fail)
+    lost_line_min_silence_s: int = LOST_LINE_MIN_SILENCE_S
+
+    @property
+    def lost_line_silence_s(self) -> int:
+        return max(self.grace_s * self.intake_stall_factor, self.lost_line_min_silence_s)
 
     def run(self, moment: datetime | None = None) -> Repairs:
         moment = moment or now()
         cutoff = moment - timedelta(seconds=self.grace_s)
         repairs = Repairs()
         touched: set[str] = set()
+        if self.dead_letter_queue is not None:
+            try:
+                touched |= self._dead_letters(self.dead_letter_queue, repairs)
+            except Exception:  # noqa: BLE001 - the open items below are repaired anyway; the next run retries
+                logger.exception("batch dead-letter queue could not be read")
         for item in self.store.open_items(iso(cutoff), per_shard=self.per_shard):
             try:
                 if item["item"] == BATCH_ITEM:
@@ -134,6 +164,10 @@ class Reconciler:
         if batch.split_done:
             if batch.terminal >= batch.total and self.progress.complete_if_done(batch_id, redelivery=False):
                 repairs.batches_completed += 1
+            elif batch.accepted + batch.rejected < batch.total:  # some line was never submitted (nor rejected)
+                silent_since = cutoff - timedelta(seconds=self.lost_line_silence_s - self.grace_s)
+                if parse_time(batch.updated_at) <= silent_since:
+                    self._fail_unrecorded_lines(batch, repairs)
             return
         updated = parse_time(batch.updated_at)
         stalled = cutoff - timedelta(seconds=self.grace_s * (self.intake_stall_factor - 1))
@@ -154,8 +188,10 @@ class Reconciler:
                                                                            "failed_lines": failed})  # fmt: skip
         self.progress.complete_if_done(batch.batch_id, redelivery=False)
 
-    def _end_file_intake(self, batch: Batch, repairs: Repairs) -> None:
-        message = f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item kept failing)"
+    def _end_file_intake(self, batch: Batch, repairs: Repairs, message: str = "") -> None:
+        message = (
+            message or f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item kept failing)"
+        )
         if self.store.truncate_split(
             batch.batch_id, offset=batch.split_offset, line=batch.split_line, message=message, code="SplitFailed"
         ):
@@ -164,3 +200,70 @@ class Reconciler:
             logger.warning("batch split ended by the reconciler", extra={"batch_id": batch.batch_id})
         if self.progress.complete_if_done(batch.batch_id, redelivery=False):
             repairs.batches_completed += 1
+
+    # ------------------------------------------------------------ lost work items
+    def _dead_letters(self, queue: DeadLetters, repairs: Repairs) -> set[str]:
+        touched: set[str] = set()
+        for receipt, body in queue.receive():
+            kind = (body or {}).get("kind")
+            if kind not in ("lines", "split"):
+                continue  # a job event (counted from its job record) or something unknown: the operator's
+            assert body is not None
+            batch = self.store.find(str(body.get("batch_id")))
+            if batch is not None and kind == "lines":
+                reason = "its work item failed on every receive and was dead-lettered (see the batch_submit log)"
+                numbers = [Line.from_message(item).number for item in body.get("lines") or []]
+                failed = sum(1 for n in numbers if reject_line(self.failure, batch, n, reason, code="BatchLineLost"))
+                repairs.lines_lost += failed
+                if failed:
+                    repairs.details.append(f"{batch.batch_id}: dead-lettered chunk, {failed} line(s) failed")
+                    logger.warning("batch lines failed: their work item was dead-lettered",
+                                   extra={"batch_id": batch.batch_id, "failed_lines": failed})  # fmt: skip
+                touched.add(batch.batch_id)
+            elif batch is not None and not batch.split_done and batch.split_offset == int(body.get("offset", -1)):
+                message = (f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item failed "
+                           "on every receive and was dead-lettered)")  # fmt: skip
+                self._end_file_intake(batch, repairs, message)
+            repairs.dead_letters += 1
+            queue.delete(receipt)
+        return touched
+
+    def _fail_unrecorded_lines(self, batch: Batch, repairs: Repairs) -> None:
+        """Fail every line of a silent batch that was never submitted: its work item is gone."""
+        expected = self._line_numbers(batch)
+        if expected is None:
+            return
+        recorded = {int(item["item"].split("#", 1)[1]) for item in self.store.lines(batch.batch_id)}
+        reason = (f"it was never submitted, and the batch had not moved for {self.lost_line_silence_s} s: its work "
+                  "item was lost (dead-lettered or expired)")  # fmt: skip
+        failed = sum(
+            1
+            for n in expected
+            if n not in recorded and reject_line(self.failure, batch, n, reason, code="BatchLineLost")
+        )
+        if failed:
+            repairs.lines_lost += failed
+            repairs.details.append(f"{batch.batch_id}: {failed} line(s) never submitted, failed")
+            logger.warning("batch lines failed: never submitted", extra={"batch_id": batch.batch_id,
+                                                                         "failed_lines": failed})  # fmt: skip
+        if self.progress.complete_if_done(batch.batch_id, redelivery=False):
+            repairs.batches_completed += 1
+
+    def _line_numbers(self, batch: Batch) -> list[int] | None:
+        """The batch's job line numbers: 1..total for an API batch; a dropped file's non-blank lines (before a
+        truncation), read again by version. None when they cannot be known now (logged; the next run tries again)."""
+        if batch.source == "api":
+            return list(range(1, batch.total + 1))
+        if self.inbox is None or batch.source_version is None:
+            logger.warning("batch lost lines not failed: the file's lines cannot be read here",
+                           extra={"batch_id": batch.batch_id})  # fmt: skip
+            return None
+        bucket, key = batch.source.removeprefix("s3://").split("/", 1)
+        try:
+            data = self.inbox.read(bucket, key, MAX_FILE_BYTES, batch.source_version)
+        except Exception:  # noqa: BLE001 - a file gone since: its lines cannot be named; the run goes on
+            extra = {"batch_id": batch.batch_id}
+            logger.exception("batch lost lines not failed: the file could not be read", extra=extra)
+            return None
+        end = batch.truncated.truncated_at_line if batch.truncated else None
+        return [line.number for line in split_lines(data, 0, final=True)[0] if end is None or line.number < end]

@@ -131,6 +131,8 @@ class BatchReconcileSettings(PublishSettings, frozen=True, kw_only=True):
     # template.yaml BatchReconcileGraceSeconds: how long a line's job must have been terminal (or a batch's intake
     # silent) before the reconciler repairs it; longer than a terminal event normally takes to be counted.
     batch_reconcile_grace_seconds: Annotated[int, msgspec.Meta(ge=1, le=86400)] = 900
+    # BatchDeadLetterQueue: dead-lettered work items fail their unrecorded lines (omnireel.batches.reconcile).
+    batch_dead_letter_queue_url: str | None = None
 
 
 class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
