@@ -611,7 +611,9 @@ def test_only_events_with_a_webhook_reach_the_webhook_queue(cfn: dict[str, Any])
     assert subscription["TopicArn"] == {"Ref": "JobEventsTopic"} and subscription["Protocol"] == "sqs"
     assert subscription["FilterPolicyScope"] == "MessageAttributes"
     assert subscription["FilterPolicy"] == {"webhook": [{"exists": True}]}
-    (statement,) = props(cfn, "WebhookQueuePolicy")["PolicyDocument"]["Statement"]
+    # the Allow of the topic; the Deny of everyone else is issue 33's rule (test_send_policies.py)
+    statements = props(cfn, "WebhookQueuePolicy")["PolicyDocument"]["Statement"]
+    (statement,) = [s for s in statements if s["Effect"] == "Allow"]
     assert statement["Principal"] == {"Service": "sns.amazonaws.com"}
     assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Ref": "JobEventsTopic"}}}
 
