@@ -62,7 +62,8 @@ def _attempt(queued: QueuedEvent, attempt: int) -> Delivery:
         queued,
         attempt,
         # the job's (or batch's) owner's secret; two during a rotation's grace period (omnireel.webhooks.signing)
-        secret=delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
+        # read inside the attempt: an unreadable key is recorded on the job as a not_signed attempt (issue 33 item 9)
+        secret=lambda: delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
         allow_loopback_http=settings.webhook_allow_loopback_http,
         jobs=jobs,
         now=_now,

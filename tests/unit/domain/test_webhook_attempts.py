@@ -101,7 +101,7 @@ def test_a_receiver_trickling_its_answer_is_cut_at_the_deadline() -> None:
         (result,) = _post_in_thread(target, 1.0)
         assert trickler.peer_closed.wait(BOUND_S), "the receiver never saw the attempt end"
     assert result.status is None and not result.delivered
-    assert (result.error or "").startswith("deadline")
+    assert (result.detail or "").startswith("deadline") and result.outcome == "unreachable"
     # the whole answer is 40 bytes: the attempt ended after a few, not when the trickle was done
     assert 0 < trickler.sent_bytes < 20
 
@@ -111,7 +111,7 @@ def test_a_receiver_that_never_answers_is_cut_at_the_deadline() -> None:
         target = WebhookTarget("http", "127.0.0.1", hanging.port, "/", "127.0.0.1")
         (result,) = _post_in_thread(target, 0.5)
         assert hanging.peer_closed.wait(BOUND_S)
-    assert result.status is None and (result.error or "").startswith("deadline")
+    assert result.status is None and (result.detail or "").startswith("deadline")
 
 
 def test_a_tls_handshake_that_never_completes_is_cut_at_the_deadline() -> None:
@@ -119,7 +119,7 @@ def test_a_tls_handshake_that_never_completes_is_cut_at_the_deadline() -> None:
         target = WebhookTarget("https", "hooks.example.com", silent.port, "/", "127.0.0.1")
         (result,) = _post_in_thread(target, 0.5, tls=ssl.create_default_context())
         assert silent.accepted.is_set() and silent.peer_closed.wait(BOUND_S)
-    assert result.status is None and (result.error or "").startswith("deadline")
+    assert result.status is None and (result.detail or "").startswith("deadline")
 
 
 def test_no_time_left_means_no_connection() -> None:
@@ -173,7 +173,9 @@ def test_a_host_that_does_not_resolve_at_delivery_is_retried(error: BaseExceptio
     )  # fmt: skip
     assert sent == [] and delivery.retry is True
     (state,) = jobs.recorded
-    assert state["refused"] is False and shown in state["last_error"] and "does not resolve" in state["last_error"]
+    assert state["refused"] is False and state["outcome"] == "unreachable"  # the caller's coarse class (issue 33)
+    detail = delivery.result.detail or ""
+    assert shown in detail and "does not resolve" in detail and shown not in state["last_error"]  # logs only
 
 
 def test_a_resolver_that_never_answers_is_cut_at_the_attempt_deadline_and_retried() -> None:
@@ -190,7 +192,7 @@ def test_a_resolver_that_never_answers_is_cut_at_the_attempt_deadline_and_retrie
         )  # fmt: skip
     finally:
         release.set()
-    assert delivery.retry is True and "TimeoutError" in (delivery.result.error or "")
+    assert delivery.retry is True and "TimeoutError" in (delivery.result.detail or "")
 
 
 def test_only_an_address_refused_by_policy_ends_the_retries() -> None:
@@ -271,4 +273,4 @@ def test_an_attempt_with_no_time_left_sends_nothing_and_is_retried() -> None:
         resolve=lambda host, port: ["93.184.215.14"], send=lambda *a, **k: sent.append(a) or AttemptResult(204),
         deadline=time.monotonic() - 1,
     )  # fmt: skip
-    assert sent == [] and delivery.retry is True and (delivery.result.error or "").startswith("deadline")
+    assert sent == [] and delivery.retry is True and (delivery.result.detail or "").startswith("deadline")

@@ -253,4 +253,4 @@ def test_a_post_to_a_closed_port_fails_fast_and_follows_no_redirect() -> None:
         WebhookTarget("http", "127.0.0.1", free_port(), "/", "127.0.0.1"), b"{}", {},
         connect_timeout_s=1, deadline=_deadline(1),
     )  # fmt: skip
-    assert result.status is None and "connect" in (result.error or "")
+    assert result.status is None and "connect" in (result.detail or "") and result.outcome == "unreachable"

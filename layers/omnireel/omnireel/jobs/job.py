@@ -98,8 +98,11 @@ class WebhookDelivery(msgspec.Struct, kw_only=True):
     """Where the delivery of one event type to the job's webhook stands (written by the delivery function)."""
 
     attempts: int  # attempts so far (SQS receives of the event)
+    # how the last attempt ended: delivered | rejected | unreachable | refused | not_signed (webhooks.delivery.Outcome);
+    # null on records written before issue 33
+    outcome: str | None = None
     last_status: int | None = None  # the consumer's last HTTP status (null: no answer)
-    last_error: str | None = None  # why the last attempt failed (null when it succeeded)
+    last_error: str | None = None  # why the last attempt failed, one coarse sentence per outcome (null when delivered)
     last_attempt_at: str
     delivered_at: str | None = None  # when the consumer answered 2xx
     refused: bool = False  # the target was refused at delivery (SSRF checks): no retry

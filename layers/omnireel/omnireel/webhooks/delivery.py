@@ -11,6 +11,13 @@ headers and up to ``MAX_RESPONSE_BYTES`` of body) all end at one ``deadline`` (`
 socket operation's timeout is the time left, and a watchdog shuts the socket down at the deadline, so a receiver that
 trickles a byte every half second is cut as surely as one that hangs (a per-read timeout alone would wait forever).
 
+What a caller is told (issue 33 item 8): an attempt's ``outcome`` is one coarse class (``Outcome``), and its ``error``
+(``last_error`` on the job) the same sentence for every attempt of that class; the precise cause (connection refused,
+timed out, reset, TLS, a resolver error, ...) is its ``detail``, for the logs only. ``unreachable`` covers every attempt
+that got no complete HTTP answer, so the job view cannot tell a closed port from a filtered one or from a host that
+does not resolve: the stack is no port scanner for whoever sets a webhook URL. ``last_attempt_at`` is when an attempt
+started, so its duration (a connect timeout is longer than a refusal) does not show either.
+
 Retries: the delivery function is fed by SQS; a failed attempt makes its message invisible for ``retry_delay_s``
 (exponential) and after ``max_attempts`` receives SQS moves it to the dead-letter queue. SQS refuses a visibility that
 ends more than 12 hours after the receive that produced the receipt handle (``InvalidParameterValue``), so a delay is
@@ -30,6 +37,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from standardwebhooks.webhooks import Webhook
 
@@ -84,14 +92,62 @@ def signed_headers(secret: str | Sequence[str], event_id: str, body: str, at: da
     }
 
 
+class Outcome(StrEnum):
+    """How an attempt ended, as callers see it (``GET /jobs/{id}``: ``webhook.deliveries.<type>.outcome``)."""
+
+    DELIVERED = "delivered"  # the receiver answered 2xx
+    REJECTED = "rejected"  # the receiver answered something else (``last_status`` says what; 3xx: not followed)
+    UNREACHABLE = "unreachable"  # no complete HTTP answer: not resolved, connection or TLS failed, timed out, reset
+    REFUSED = "refused"  # the target is refused by policy (omnireel.webhooks.target): nothing sent, not retried
+    NOT_SIGNED = "not_signed"  # the stack could not read its signing key: nothing sent, retried
+
+
+UNREACHABLE_ERROR = (
+    "unreachable: no complete HTTP answer within the attempt (the host did not resolve, the connection or TLS failed, "
+    "or it timed out)"
+)
+NOT_SIGNED_ERROR = "not sent: the webhook signing key could not be read (an operator must act; retried)"
+
+
 @dataclass(frozen=True)
 class AttemptResult:
     status: int | None  # the consumer's HTTP status; None when no answer came
-    error: str | None = None
+    error: str | None = None  # what the caller is told: one sentence per outcome (the HTTP status for ``rejected``)
+    detail: str | None = None  # the precise cause, for the logs only (never recorded on the job)
+    outcome: Outcome | None = None  # None: derived from ``status`` (2xx delivered, another status rejected)
+
+    def __post_init__(self) -> None:
+        if self.outcome is None:
+            derived = Outcome.UNREACHABLE if self.status is None else Outcome.REJECTED
+            object.__setattr__(self, "outcome", Outcome.DELIVERED if self.delivered else derived)
 
     @property
     def delivered(self) -> bool:
         return self.status is not None and 200 <= self.status < 300
+
+    @classmethod
+    def answered(cls, status: int) -> AttemptResult:
+        if 200 <= status < 300:
+            return cls(status, outcome=Outcome.DELIVERED)
+        error = f"HTTP {status}: redirects are not followed" if 300 <= status < 400 else f"HTTP {status}"
+        return cls(status, error, error, Outcome.REJECTED)
+
+    @classmethod
+    def unreachable(cls, detail: str) -> AttemptResult:
+        return cls(None, UNREACHABLE_ERROR, detail[:300], Outcome.UNREACHABLE)
+
+    @classmethod
+    def refused(cls, message: str) -> AttemptResult:
+        """The policy's own message (what a 400 at submit says too): it names the rule, not the network's answer."""
+        return cls(None, message, message, Outcome.REFUSED)
+
+    @classmethod
+    def not_signed(cls, detail: str) -> AttemptResult:
+        return cls(None, NOT_SIGNED_ERROR, detail[:300], Outcome.NOT_SIGNED)
+
+    @property
+    def log_detail(self) -> str | None:
+        return self.detail or self.error
 
 
 class _Watchdog:
@@ -150,7 +206,7 @@ def post(
     try:
         sock = socket.create_connection((target.address, target.port), timeout=min(connect_timeout_s, left()))
     except OSError as exc:
-        return AttemptResult(None, f"connect: {type(exc).__name__}: {exc}"[:300])
+        return AttemptResult.unreachable(f"connect: {type(exc).__name__}: {exc}")
     watchdog = _Watchdog(sock, deadline)
     status: int | None = None
     try:
@@ -175,16 +231,11 @@ def post(
         response.read(MAX_RESPONSE_BYTES)
         if watchdog.fired:
             raise TimeoutError("the attempt's deadline passed")
-        error = None
-        if 300 <= response.status < 400:
-            error = "redirects are not followed"
-        elif not 200 <= response.status < 300:
-            error = f"HTTP {response.status}"
-        return AttemptResult(response.status, error)
+        return AttemptResult.answered(response.status)
     except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
         if watchdog.fired or isinstance(exc, TimeoutError):
             answered = f" (HTTP {status} received, the answer incomplete)" if status is not None else ""
-            return AttemptResult(None, f"deadline: the attempt did not finish in time{answered}")
-        return AttemptResult(None, f"{type(exc).__name__}: {exc}"[:300])
+            return AttemptResult.unreachable(f"deadline: the attempt did not finish in time{answered}")
+        return AttemptResult.unreachable(f"{type(exc).__name__}: {exc}")
     finally:
         watchdog.close()

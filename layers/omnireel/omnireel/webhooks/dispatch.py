@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from omnireel.aws.job_store import JobStore
-from omnireel.core.errors import OmnireelError
+from omnireel.core.errors import OmnireelError, SigningKeyUnavailable
 from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery
 from omnireel.jobs.job import iso
 from omnireel.runtime.observability import MetricUnit, logger, metrics
@@ -93,7 +93,9 @@ def deliver(
     queued: QueuedEvent,
     attempt: int,
     *,
-    secret: str | Sequence[str],  # the owner's whsec_ secret(s): omnireel.webhooks.signing.delivery_secrets
+    # the owner's whsec_ secret(s) (omnireel.webhooks.signing.delivery_secrets), or a callable reading them: an
+    # unreadable signing key (SigningKeyUnavailable) is then recorded as a ``not_signed`` attempt and retried
+    secret: str | Sequence[str] | Callable[[], Sequence[str]],
     allow_loopback_http: bool,
     jobs: JobStore | None,
     now: Callable[[], datetime],
@@ -104,7 +106,7 @@ def deliver(
 ) -> Delivery:
     """Attempt number ``attempt`` (SQS's receive count) of one event, ended by ``deadline`` (``time.monotonic()``:
     resolution, connection, TLS, request and answer together); record it on the job."""
-    refused = False
+    refused, started = False, iso(now())  # last_attempt_at: the start (the duration would tell ports apart)
     try:
         if deadline <= time.monotonic():  # the invocation has no time left for it: the next receive tries
             raise TimeoutError
@@ -112,28 +114,32 @@ def deliver(
         bounded = resolve_within(resolve, deadline - time.monotonic())
         target = resolve_target(queued.url, allow_loopback_http=allow_loopback_http, resolve=bounded)
     except TimeoutError:
-        result = AttemptResult(None, "deadline: no time left for this attempt in the invocation")
+        result = AttemptResult.unreachable("deadline: no time left for this attempt in the invocation")
     except WebhookUnresolved as exc:  # DNS may answer next time: retried on the schedule
-        result = AttemptResult(None, exc.message)
+        result = AttemptResult.unreachable(exc.message)
     except WebhookRefused as exc:
-        result, refused = AttemptResult(None, exc.message), True
+        result, refused = AttemptResult.refused(exc.message), True
     else:
-        at = now()
-        headers = signed_headers(secret, queued.event_id, queued.body, at)
-        result = send(
-            target,
-            queued.body.encode(),
-            headers,
-            connect_timeout_s=connect_timeout_s,
-            deadline=deadline,
-        )
-    stamp = iso(now())
+        try:
+            secrets = secret() if callable(secret) else secret
+        except SigningKeyUnavailable as exc:
+            result = AttemptResult.not_signed(exc.message)
+        else:
+            headers = signed_headers(secrets, queued.event_id, queued.body, now())
+            result = send(
+                target,
+                queued.body.encode(),
+                headers,
+                connect_timeout_s=connect_timeout_s,
+                deadline=deadline,
+            )
     state: dict[str, Any] = {
         "attempts": attempt,
+        "outcome": str(result.outcome),  # one coarse class (omnireel.webhooks.delivery.Outcome); the detail is logged
         "last_status": result.status,
         "last_error": result.error,
-        "last_attempt_at": stamp,
-        "delivered_at": stamp if result.delivered else None,
+        "last_attempt_at": started,
+        "delivered_at": iso(now()) if result.delivered else None,
         "refused": refused,
     }
     if jobs is not None and queued.job_id:
@@ -142,7 +148,7 @@ def deliver(
     if result.delivered:
         logger.info("webhook delivered", extra=extra)
     else:
-        logger.warning("webhook attempt failed", extra={**extra, "error": result.error, "refused": refused})
+        logger.warning("webhook attempt failed", extra={**extra, "error": result.log_detail, "refused": refused})
     return Delivery(result, retry=not (result.delivered or refused))
 
 
