@@ -94,7 +94,9 @@ def values(target: Target, job_id: str, overrides: dict[str, str]) -> dict[str, 
         "execution_name": job.get("execution_name"),
         "task_token": job.get("task_token"),
         "idempotency_key": f"cli-invoke-{uuid.uuid4()}",
-        "caller_arn": job.get("owner") or (target.state.get("developer") or {}).get("arn"),
+        # The job's owner is a unique id (omnireel.core.caller), its ARN kept beside it for people (owner_arn).
+        "caller_arn": job.get("owner_arn") or (target.state.get("developer") or {}).get("arn"),
+        "caller_id": job.get("owner") or (target.state.get("developer") or {}).get("user_id"),
     }
     machine = out.get("StateMachineArn")
     if machine and job.get("execution_name"):

@@ -29,7 +29,8 @@ PLACEHOLDERS = {
     "source_key_url": "that key as S3 events encode it",
     "source_version_id": "the dropped file's version",
     "source_etag": "the dropped file's ETag",
-    "caller_arn": "the IAM principal that submitted the job (API jobs; else the developer)",
+    "caller_arn": "the ARN of the IAM principal that submitted the job (API jobs; else the developer)",
+    "caller_id": "that principal's unique id, the job's owner scope (AIDA... / AROA...; else the developer's)",
     "idempotency_key": "a new Idempotency-Key per invocation",
     "schedule_rule_arn": "ARN of an EventBridge rule of the stack",
 }

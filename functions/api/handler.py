@@ -4,7 +4,7 @@ jobs, DELETE /jobs/{job_id} cancels one, GET /webhooks/secret serves the caller'
 manifest.
 
 An ``Idempotency-Key`` header makes retries return the same job: the job id is derived from the
-caller's scope (``omnireel.core.caller``: the user, or the role without its session) and the key, and a
+caller's scope (``omnireel.core.caller``: the user's or the role's unique id, or the session's) and the key, and a
 reused key with a different body is a 409. Routes read as the happy path: they raise domain errors, and one
 exception handler maps each to its status through one table, ``ERROR_STATUS`` (400, 403, 404, 409; 500 for a job whose
 execution name is taken; 503 while a batch's intake or the signing key is unavailable), with a bounded message
@@ -90,9 +90,19 @@ def _body() -> str | bytes | None:
 
 
 def _caller() -> str:
+    """The caller's scope (``omnireel.core.caller``): its unique id, per role or per session (``CallerScope``)."""
     iam = app.current_event.request_context.authorizer.iam
-    scope = caller_scope(iam.user_arn, caller_id=iam.caller_id, account_id=iam.account_id) if iam else None
-    return scope or "anonymous"
+    scope = caller_scope(
+        iam.user_id, user_arn=iam.user_arn, per=settings.caller_scope, cognito_identity_id=iam.cognito_identity_id
+    )
+    if not scope:  # handler() refuses such a request before routing
+        raise RuntimeError("the request has no IAM userId")
+    return scope
+
+
+def _caller_arn() -> str | None:
+    """Who submitted, for people reading the record (``owner_arn``): the ARN API Gateway reports. Never a key."""
+    return app.current_event.request_context.authorizer.iam.user_arn or None
 
 
 @app.post("/jobs")
@@ -107,7 +117,13 @@ def create_job() -> Response:
     caller = _caller()
     natural_key = f"api:{caller}:{key}" if key else None
     job, created = submit_job(
-        request, source="api", natural_key=natural_key, jobs=jobs, workflow=workflow, owner=caller
+        request,
+        source="api",
+        natural_key=natural_key,
+        jobs=jobs,
+        workflow=workflow,
+        owner=caller,
+        owner_arn=_caller_arn(),
     )
     if created:
         metrics.add_metric(name="jobs_accepted", unit=MetricUnit.Count, value=1)
@@ -189,7 +205,9 @@ def create_batch() -> Response:
             raise InvalidRequest(f"webhook: {exc}") from None
         check_webhook_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
     # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
-    batch, created = batches.start_api_batch(data["jobs"], owner=_caller(), idempotency_key=key, webhook=webhook)
+    batch, created = batches.start_api_batch(
+        data["jobs"], owner=_caller(), owner_arn=_caller_arn(), idempotency_key=key, webhook=webhook
+    )
     if created:
         metrics.add_metric(name="batches_accepted", unit=MetricUnit.Count, value=1)
     status_url = f"/batches/{batch.batch_id}"
@@ -273,8 +291,8 @@ def not_found(exc: Exception) -> Response:
 
 @lambda_handler(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def handler(event: dict, context: LambdaContext) -> dict:
-    # API Gateway (AWS_IAM) always sets the caller; without it, refuse rather than scope jobs to "anonymous".
-    if not ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam"):
+    # API Gateway (AWS_IAM) always sets the caller and its unique id; without them, refuse rather than guess a scope.
+    if not ((((event.get("requestContext") or {}).get("authorizer") or {}).get("iam")) or {}).get("userId"):
         body = {"error": {"code": "MissingIdentity", "message": "the request has no IAM identity (sign it with SigV4)"}}
         return {"statusCode": 403, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
     return app.resolve(event, context)

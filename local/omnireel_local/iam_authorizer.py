@@ -11,7 +11,12 @@ their policies) and STS backend (assumed-role sessions and their tokens) directl
   evaluated by ``iam_policy`` with their Conditions; the API has no resource policy; no SCP, permissions boundary
   or session policy);
 - reports the caller as ``requestContext.authorizer.iam`` (``userArn``, ``userId``, ``callerId``, ``accessKey``,
-  ``accountId``) with the values API Gateway reports: for an assumed role the STS ARN with its session name.
+  ``accountId``) with the values API Gateway reports: for an assumed role the STS ARN with its session name; as
+  ``userId``/``callerId`` the IAM unique id, ``AIDA...`` for a user and ``AROA...:<session>`` for a role session
+  (``patches.iam_ids`` gives moto's principals these ids: a user or role re-created with the same name gets a new
+  one). The API keys its callers on it (``omnireel.core.caller``);
+- refuses a role session whose role was deleted since it was assumed (re-created with the same name or not): on AWS
+  the session's role id names no role any more, so nothing allows its calls.
 
 The account root has no access key in moto, so root callers cannot be tested locally.
 """
@@ -60,6 +65,7 @@ class Principal:
     user_id: str
     secret_key: str
     session_token: str | None
+    role_gone: bool = False  # a role session whose role was deleted (and perhaps re-created) since it was assumed
 
     def authorizer_iam(self) -> dict[str, Any]:
         return {
@@ -96,7 +102,14 @@ def _principal(access_key: str, session_token: str | None) -> Principal:
                 raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
             if session.expiration.replace(tzinfo=UTC) <= datetime.now(UTC):
                 raise Refused(EXPIRED_TOKEN, "ExpiredTokenException")
-            return Principal(access_key, account_id, session.arn, session.user_id, key.secret_access_key, session_token)
+            role_id = getattr(session, "role_id", None)  # patches.iam_ids: the role's id when it was assumed
+            try:
+                gone = role_id is None or backend.get_role_by_arn(arn=session.role_arn).id != role_id
+            except Exception:  # noqa: BLE001 - moto's NoSuchEntity: the role is gone
+                gone = True
+            return Principal(
+                access_key, account_id, session.arn, session.user_id, key.secret_access_key, session_token, gone
+            )
     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
 
 
@@ -158,7 +171,7 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
     if not sigv4.matches(expected, match["signature"]):
         raise Refused(SIGNATURE_MISMATCH, "InvalidSignatureException")
 
-    decision, _ = _decide(principal, target, body, route_arn)
+    decision = iam_policy.NEUTRAL if principal.role_gone else _decide(principal, target, body, route_arn)[0]
     if decision != iam_policy.ALLOW:
         raise Refused(
             f"User: {principal.user_arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}"

@@ -23,6 +23,7 @@ policies (``patches.iam_auth`` / ``iam_policy``). The callers are:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -34,12 +35,33 @@ from . import iam_policy
 
 ADMIN_USER = "omnireel-local-admin"
 APIGATEWAY_USER = "omnireel-local-apigateway"
-# The name the front door reported for every caller before IAM was enforced: API job ids derive from the caller's ARN,
-# so seeded runs (tests/reliability, whose fault decisions hash the job id) keep the ids they were tuned with.
+# The name the front door reported for every caller before IAM was enforced. API job ids derive from the caller's
+# unique id, which ``unique_id`` derives from this name: seeded runs (tests/reliability, whose fault decisions hash the
+# job id) get the same ids at every start.
 DEVELOPER_USER = "omnireel-local"
 # Role sessions last an hour (the default MaxSessionDuration); they are re-assumed this long before they expire.
 SESSION_SECONDS = 3600
 REFRESH_MARGIN_S = 300
+
+
+# IAM unique ids (patches.iam_ids): a prefix by kind and 17 characters of this alphabet, 21 in all, as AWS issues them.
+UNIQUE_ID_PREFIXES = {"user": "AIDA", "role": "AROA"}
+_UNIQUE_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_incarnations: dict[tuple[str, str, str], int] = {}
+_incarnations_lock = threading.Lock()
+
+
+def unique_id(account_id: str, kind: str, name: str) -> str:
+    """A new IAM unique id for the ``kind`` ("user") named ``name``, as IAM gives one at each creation: a user
+    deleted and re-created with the same name gets another id (AWS: "IAM identifiers", unique IDs). Derived from the
+    account, the name and how many times this process has created that name, not drawn at random, so a stack started
+    afresh gives its identities the same ids as the last start did: API job ids derive from the caller's id
+    (Idempotency-Key + scope), and seeded runs (tests/reliability) keep the ids they were tuned with."""
+    with _incarnations_lock:
+        n = _incarnations.get((account_id, kind, name), 0) + 1
+        _incarnations[(account_id, kind, name)] = n
+    digest = hashlib.sha256(f"{account_id}|{kind}|{name}|{n}".encode()).digest()
+    return UNIQUE_ID_PREFIXES[kind] + "".join(_UNIQUE_ID_ALPHABET[b % 32] for b in digest[:17])
 
 
 @dataclass(frozen=True)

@@ -195,11 +195,13 @@ class Stack:
             identities.DEVELOPER_USER,
             identities.developer_policy(self.args.stack_name, self.region, self.account_id),
         )
+        developer_id = iam.get_user(UserName=identities.DEVELOPER_USER)["User"]["UserId"]  # its caller scope (AIDA...)
         patches.enforce_iam(self.moto_endpoint)
         self.save(
             developer={
                 "user": identities.DEVELOPER_USER,
                 "arn": f"arn:aws:iam::{self.account_id}:user/{identities.DEVELOPER_USER}",
+                "user_id": developer_id,
                 "access_key_id": developer.access_key_id,
                 "secret_access_key": developer.secret_access_key,
             }
@@ -269,10 +271,8 @@ class Stack:
             return None
         from omnireel.webhooks.secrets import parse_master, scope_secret
 
-        from . import identities
-
         keys = parse_master(self._client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
-        developer = f"arn:aws:iam::{self.account_id}:user/{identities.DEVELOPER_USER}"  # its caller scope
+        developer = self.state["developer"]["user_id"]  # its caller scope: its IAM unique id (omnireel.core.caller)
         return scope_secret(keys.key, developer)
 
     def _start_schedules(self, schedules: list[dict[str, Any]]) -> Any:

@@ -30,19 +30,20 @@ import moto
 from ..identities import ServiceCredentials
 from ..lambda_runner import Invocation, InvokeResult, LambdaRunner
 from ..sagemaker_hosting import SageMakerHosting
-from . import dynamodb, events, iam_auth, lambda_, s3, sagemaker, speed, sqs_sns, stepfunctions
+from . import dynamodb, events, iam_auth, iam_ids, lambda_, s3, sagemaker, speed, sqs_sns, stepfunctions
 from .cards import MOTO_VERSION, Context, MotoVersionMismatch, Patch
 from .iam_auth import enforce_iam
 from .lambda_ import SQS_EVENT_SOURCES, AsyncInvoker
 
 log = logging.getLogger("omnireel_local.moto")
 
-MODULES = (lambda_, stepfunctions, sagemaker, s3, sqs_sns, dynamodb, events, iam_auth, speed)
+MODULES = (lambda_, stepfunctions, sagemaker, s3, sqs_sns, dynamodb, events, iam_auth, iam_ids, speed)
 CARDS: dict[str, Patch] = {card.number: card for module in MODULES for card in module.CARDS}
 ORDER: tuple[str, ...] = (
     "21",  # before anything imports moto's Step Functions interpreter
     "1", "2", "3", "4", "5", "6", "6b", "6c", "7", "8", "13", "14", "14b", "15", "16", "17", "18", "19", "20", "22",
     "23", "24", "25", "26", "27", "28", "29", "30",  # 25 -> 29 -> 30: each wraps the send method in place
+    "9b",  # IAM unique ids: before the identities the stack creates once provisioned (any place before that works)
     "9", "12",  # last: 9 wraps every request's authentication, 12 rebinds the interpreter's client factory
 )  # fmt: skip
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import importlib.util
 import io
 import json
@@ -421,7 +422,10 @@ def api_event(
         "stage": "$default",
     }
     if caller is not None:
-        context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": f"arn:aws:iam::{ACCOUNT}:user/{caller}"}}
+        # As API Gateway reports an IAM user: its ARN and its unique id (the scope: omnireel.core.caller)
+        user_id = "AIDA" + hashlib.sha256(caller.encode()).hexdigest()[:17].upper()
+        arn = f"arn:aws:iam::{ACCOUNT}:user/{caller}"
+        context["authorizer"] = {"iam": {"accountId": ACCOUNT, "userArn": arn, "userId": user_id, "callerId": user_id}}
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": f"{method} {path}",

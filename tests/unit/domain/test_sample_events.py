@@ -39,6 +39,7 @@ EXAMPLE = {
     "source_version_id": "3HL4kqtJvjVBH40Nrjfkd",
     "source_etag": "0123456789abcdef0123456789abcdef",
     "caller_arn": "arn:aws:iam::123456789012:user/app",
+    "caller_id": "AIDAEXAMPLEAPPUSER123",
     "idempotency_key": "order-1234",
     "schedule_rule_arn": "arn:aws:events:us-east-1:123456789012:rule/omnireel-FailOverdueJobsFunctionEvery5Minutes",
 }

@@ -42,7 +42,8 @@ class Batch(msgspec.Struct, kw_only=True):
     batch_id: str
     source: str
     source_version: SourceVersion | None = None
-    owner: str | None = None
+    owner: str | None = None  # the API caller's scope (omnireel.core.caller), which keys access
+    owner_arn: str | None = None  # that caller's ARN at POST /batches, for people reading the record; never a key
     natural_key: str
     fingerprint: str | None = None
     webhook: str | None = None  # POST /batches: where batch.completed is delivered

@@ -55,7 +55,13 @@ class BatchIntake:
         return batch.batch_id
 
     def start_api_batch(
-        self, jobs: Any, *, owner: str, idempotency_key: str | None, webhook: str | None = None
+        self,
+        jobs: Any,
+        *,
+        owner: str,
+        idempotency_key: str | None,
+        webhook: str | None = None,
+        owner_arn: str | None = None,
     ) -> tuple[Batch, bool]:
         """``POST /batches``: validate the envelope (each job is validated later, on its own line), record the
         batch and queue its lines. Returns (batch, created)."""
@@ -73,6 +79,7 @@ class BatchIntake:
                 batch_id=batch_id_for(natural_key),
                 source="api",
                 owner=owner,
+                owner_arn=owner_arn,
                 natural_key=natural_key,
                 fingerprint=digest,
                 webhook=webhook,

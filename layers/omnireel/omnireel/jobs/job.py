@@ -131,7 +131,8 @@ class Job(msgspec.Struct, kw_only=True):
     request: JobRequest | None  # null for a submission that could not be read as a request
     source: str  # api | s3://<bucket>/<key>
     source_version: SourceVersion | None = None  # for a dropped file: the object version that was read
-    owner: str | None = None  # IAM principal that submitted it through the API
+    owner: str | None = None  # the API caller's scope (omnireel.core.caller: a unique id), which keys access
+    owner_arn: str | None = None  # that caller's ARN when it submitted, for people reading the record; never a key
     batch: BatchRef | None = None  # the batch and line this job came from (batches only)
     request_fingerprint: str | None = None
     created_at: str

@@ -29,6 +29,7 @@ def submit_job(
     jobs: JobStore,
     workflow: Workflow,
     owner: str | None = None,
+    owner_arn: str | None = None,
     source_version: SourceVersion | None = None,
     batch: BatchRef | None = None,
 ) -> tuple[Job, bool]:
@@ -49,6 +50,7 @@ def submit_job(
         source=source,
         source_version=source_version,
         owner=owner,
+        owner_arn=owner_arn,
         batch=batch,
         request_fingerprint=fingerprint(request),
         created_at=stamp,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import msgspec
 
@@ -67,6 +67,9 @@ class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
     # http:// to a loopback address is allowed for webhooks (the local stack only; template parameter, default false).
     webhook_allow_loopback_http: bool = False
+    # template.yaml CallerScope: who owns jobs, keys and the webhook secret when the caller is an assumed role -- the
+    # role ("role", the default) or each of its sessions ("session"): omnireel.core.caller.
+    caller_scope: Literal["role", "session"] = "role"
     # Batches (POST /batches, .jsonl drops): unset disables them.
     batches_table: str | None = None
     batch_queue_url: str | None = None

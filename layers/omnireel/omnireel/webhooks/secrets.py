@@ -9,8 +9,8 @@ Pure: no AWS here (``omnireel.aws.secrets`` reads the master from Secrets Manage
   /webhooks/secret`` served to every caller as ``whsec_<key>``: deriving from it would let any of them compute every
   secret, so functions refuse it (``SigningKeyUnavailable``) until an operator rotates it (``omnireel webhooks
   rotate``, which drops such a key at once, without a grace period).
-- **Per-scope secret.** A caller scope (``omnireel.core.caller.caller_scope``: the IAM user, the role without its
-  session, ... -- the ``owner`` of the jobs and batches it submits) gets
+- **Per-scope secret.** A caller scope (``omnireel.core.caller.caller_scope``: the IAM user's or the role's unique
+  id, or a session's -- the ``owner`` of the jobs and batches it submits) gets
   ``whsec_ + base64(HMAC-SHA256(key = UTF-8 master, msg = b"omnireel-webhook-v1\\x00scope\\x00" + UTF-8 scope))``:
   32 random-looking bytes, stable for the scope and the master, different for every scope, and useless for computing
   the master or another scope's secret.
