@@ -10,6 +10,9 @@ passed through so the video element can seek). Whatever reaches the port acts as
 - every ``/api`` call needs the page's per-run token in ``X-Omnireel-Ui`` (a custom header: another site's page in the
   same browser cannot send it without a CORS preflight, which this server never grants); ``/media`` takes it as ``t=``;
 - the page is served with a Content-Security-Policy that allows this origin only.
+
+Whatever a request carries (a token that is not ASCII, a body key named ``self``, a body nested deeper than the JSON
+parser goes), it gets an answer: a 4xx with what is wrong, or a 500 (the error logged here), never a dropped connection.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import secrets
 import signal
 import sys
 import threading
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -41,6 +45,9 @@ JOB_PATH = re.compile(r"^/api/jobs/(?P<id>[0-9a-fA-F-]{36})$")
 BATCH_PATH = re.compile(r"^/api/batches/(?P<id>[0-9a-fA-F-]{36})$")
 MEDIA_PATH = re.compile(r"^/media/(?P<id>[0-9a-fA-F-]{36})/(?P<name>image|video)$")
 MEDIA_TYPES = {"image": "image/png", "video": "video/mp4"}
+LIMIT = re.compile(r"[0-9]{1,4}")
+# The body keys of POST /api/jobs the client takes as its own options (the others go into the request as they are).
+TEXT_OPTIONS = ("webhook", "idempotency_key")
 PASSED_MEDIA_HEADERS = ("Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified")
 CSP = (
     "default-src 'self'; img-src 'self'; media-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -103,18 +110,28 @@ class Handler(BaseHTTPRequestHandler):
 
     def _allowed(self, token: str | None) -> bool:
         if self.headers.get("Host") not in self.server.hosts:
+            self.close_connection = True
             self._error(421, "WrongHost", "this page answers on its loopback address only")
             return False
-        if token is None or not hmac.compare_digest(token, self.server.token):
+        if token is None or not _same_token(token, self.server.token):
+            self.close_connection = True  # its body (if any) is not read: it must not be taken as the next request
             self._error(403, "Forbidden", "missing or wrong page token: reload the page")
             return False
         return True
 
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
+        declared = (self.headers.get("Content-Length") or "0").strip()
+        if not declared.isascii() or not declared.isdigit():
+            self.close_connection = True  # the body's end is unknown: the connection cannot carry another request
+            raise ValueError("Content-Length is not a number of bytes")
+        length = int(declared)
         if length > MAX_BODY_BYTES:
+            self.close_connection = True
             raise ValueError(f"the request is over {MAX_BODY_BYTES} bytes")
-        data = json.loads(self.rfile.read(length) or b"{}")
+        try:
+            data = json.loads(self.rfile.read(length) or b"{}")
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         if not isinstance(data, dict):
             raise ValueError("send a JSON object")
         return data
@@ -134,6 +151,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(500, type(exc).__name__, str(exc))
         except ValueError as exc:
             self._error(400, "InvalidRequest", str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug here: answer it (and log it), never drop the connection
+            traceback.print_exc(file=sys.stderr)
+            self._error(500, "InternalError", f"omnireel ui failed: {type(exc).__name__} (logged where it runs)")
 
     # ---------------------------------------------------------------- routes
     def do_GET(self) -> None:
@@ -156,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/api/info":
             self._json(200, {"target": self.server.target.name, "api_url": self.server.target.api_url})
         elif url.path == "/api/jobs":
-            limit = int(query["limit"]) if query.get("limit", "").isdigit() else 20
+            limit = int(query["limit"]) if LIMIT.fullmatch(query.get("limit", "")) else 20
             self._api(lambda: client.jobs_page(query.get("status") or None, limit=limit,
                                                cursor=query.get("cursor") or None).raw)  # fmt: skip
         elif (job := JOB_PATH.match(url.path)) is not None:
@@ -181,6 +201,12 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(prompt, str):
                 self._error(400, "InvalidRequest", "prompt: a text is required")
                 return
+            wrong = [name for name in TEXT_OPTIONS if name in body and not isinstance(body[name], str)]
+            if wrong:
+                self._error(400, "InvalidRequest", f"{wrong[0]}: a text is required")
+                return
+            # Every other key (``self`` too: the client's ``submit`` takes its prompt positionally) goes into the
+            # request as it is; the API refuses one it does not know, with its reason.
             self._api(lambda: _job_view(client.submit(prompt, **body)))
         elif path == "/api/batches":
             prompts = body.get("prompts")
@@ -243,6 +269,12 @@ class Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 while chunk := upstream.read(MEDIA_CHUNK):
                     self.wfile.write(chunk)
+
+
+def _same_token(given: str, token: str) -> bool:
+    """``given`` is the page's token: compared as bytes in constant time (``hmac.compare_digest`` refuses a ``str``
+    with a character that is not ASCII, which a header or a ``t=`` may carry)."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
 def _job_view(job: Any) -> dict[str, Any]:
