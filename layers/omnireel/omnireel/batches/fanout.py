@@ -31,6 +31,7 @@ import json
 import random
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.batch_queue import BatchQueue
@@ -180,7 +181,9 @@ class Fanout:
             timeout_s = self.resolve_timeout_s
             if deadline is not None:
                 left = deadline - time.monotonic()
-                if (index > 0 or not first) and left < self.resolve_timeout_s + LINE_WORK_S:
+                host = webhook_host(line)
+                need = LINE_WORK_S + (self.resolve_timeout_s if host and host not in lookups.answers else 0)
+                if (index > 0 or not first) and left < need:
                     rest = lines[index:]
                     self.queue.send_lines(batch_id, rest, attempt=attempt, queued_at=queued_at)
                     outcome["continued"] = len(rest)
@@ -307,6 +310,22 @@ class Fanout:
         if batch is None:
             raise RuntimeError(f"no batch {batch_id}")
         return batch
+
+
+def webhook_host(line: Line) -> tuple[str, int] | None:
+    """The (host, port) a line's webhook check would look up, read cheaply for the time budget (validation proper is
+    ``parse_job_request_json``'s); None for a line without a webhook. Anything unclear counts as a lookup."""
+    if not line.text or "webhook" not in line.text:
+        return None
+    try:
+        data = json.loads(line.text)
+        url = data.get("webhook") if isinstance(data, dict) else None
+        if not isinstance(url, str):
+            return None
+        parts = urlsplit(url)
+        return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return ("", 0)
 
 
 @dataclass
