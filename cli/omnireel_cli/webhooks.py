@@ -21,6 +21,7 @@ from omnireel.webhooks.secrets import (
     MasterKeys,
     new_master_key,
     parse_master,
+    secrets_view,
     unowned_secret,
 )
 
@@ -44,34 +45,42 @@ def secret(target: Target) -> str:
 
 
 # ---------------------------------------------------------------- operators: the master key (Secrets Manager)
-def _master(target: Target, *, allow_legacy: bool = False) -> tuple[Any, str, MasterKeys]:
-    """(Secrets Manager client, secret ARN, the master key document), read with the operator's own credentials."""
+def _master(target: Target, *, allow_legacy: bool = False) -> tuple[Any, str, MasterKeys, datetime]:
+    """(Secrets Manager client, secret ARN, the master key document, the service's time), read with the operator's own
+    credentials. The time is the answer's Date header (this machine's clock only without one): a rotation records
+    when it was written, and every function derives from that when it takes effect."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     arn = target.output("WebhookSigningSecretArn")
     manager = target.client("secretsmanager")
     try:
-        value = manager.get_secret_value(SecretId=arn)["SecretString"]
+        answer = manager.get_secret_value(SecretId=arn)
+        value = answer["SecretString"]
     except (ClientError, BotoCoreError) as exc:
         raise InfraError(
             f"cannot read the webhook master key {arn} (operators need secretsmanager:GetSecretValue on it): {exc}"
         ) from exc
     try:
-        return manager, arn, parse_master(value, allow_legacy=allow_legacy)
+        keys = parse_master(value, allow_legacy=allow_legacy)
     except InvalidMasterKey as exc:
         raise InfraError(f"the webhook master key {arn}: {exc}") from None
+    return manager, arn, keys, _service_time(answer)
+
+
+def _service_time(answer: dict[str, Any]) -> datetime:
+    from email.utils import parsedate_to_datetime
+
+    date = ((answer.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}).get("date")
+    try:
+        return parsedate_to_datetime(date).astimezone(UTC) if date else datetime.now(UTC)
+    except (TypeError, ValueError):
+        return datetime.now(UTC)
 
 
 def unowned(target: Target) -> dict[str, Any]:
     """The secret of deliveries without an owner (dropped files), derived from the master as the functions do."""
-    _, _, keys = _master(target)
-    now = datetime.now(UTC)
-    grace = keys.in_grace(now) and keys.previous is not None and keys.previous_until is not None
-    return {
-        "secret": unowned_secret(keys.key),
-        "previous_secret": unowned_secret(keys.previous) if grace and keys.previous else None,
-        "previous_until": _iso(keys.previous_until) if grace and keys.previous_until else None,
-    }
+    _, _, keys, now = _master(target)  # phases as a function with the longest key cache sees them (DEFAULT_PICKUP)
+    return secrets_view(keys, unowned_secret, now)
 
 
 def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force: bool = False) -> str:
@@ -80,12 +89,11 @@ def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force
 
     if not end_grace and not (grace_hours == 0 or 1 <= grace_hours <= MAX_GRACE.total_seconds() / 3600):
         raise UsageError(f"--grace-hours: 0 (the old key stops at once) or 1 to {MAX_GRACE.days * 24}")
-    manager, arn, keys = _master(target, allow_legacy=True)
-    now = datetime.now(UTC)
+    manager, arn, keys, now = _master(target, allow_legacy=True)
     if end_grace:
-        if not keys.previous:
+        if not keys.in_grace(now):
             return "no grace period is running: only the current master key signs"
-        updated = keys.grace_ended()
+        updated = keys.grace_ended(now)
     else:
         if keys.in_grace(now) and not force:
             raise UsageError(
@@ -101,20 +109,27 @@ def rotate(target: Target, *, grace_hours: float, end_grace: bool = False, force
             f"cannot write the webhook master key {arn} (operators need secretsmanager:PutSecretValue on it): {exc}"
         ) from exc
     if end_grace:
-        return "grace period ended: only the current master key signs (functions pick it up within 5 minutes)"
+        return (
+            f"grace period ending: the previous master key stops signing at {_iso(updated.previous_end())}, once "
+            "every function has read this (GET /webhooks/secret says the same)"
+        )
     if keys.legacy:
         return (
             "rotated: the single secret of before per-caller secrets (every caller had read it) no longer signs; "
             "functions sign with the new master key within 5 minutes. Each caller reads its own secret at "
             "GET /webhooks/secret."
         )
-    if updated.previous_until:
+    if updated.previous_until and updated.previous_until > (updated.key_from() or now):
         return (
-            f"rotated: the new master key signs now, the previous one also signs until {_iso(updated.previous_until)}"
-            " (every delivery carries both signatures). Functions pick it up within 5 minutes; then each caller reads"
-            " its new secret at GET /webhooks/secret and switches its receivers before the grace period ends."
+            f"rotated: the previous master key signs alone until {_iso(updated.key_from())} (every function has read"
+            f" the new one by then), then both sign until {_iso(updated.previous_end())} (every delivery carries"
+            " both signatures). Each caller reads its new secret at GET /webhooks/secret now (it says which secrets"
+            " sign and from when) and switches its receivers before the grace period ends."
         )
-    return "rotated with no grace period: only the new master key signs (functions pick it up within 5 minutes)"
+    return (
+        f"rotated with no grace period: the previous master key signs until {_iso(updated.key_from())} (every "
+        "function has read the new one by then), then only the new one"
+    )
 
 
 def _iso(at: datetime | None) -> str:

@@ -3,6 +3,9 @@
 The value is a master key document (``omnireel.webhooks.secrets``); nothing here serves it: callers get secrets derived
 from it per scope. Functions keep it for ``ttl_s`` (5 minutes by default, well under the shortest rotation grace period
 of an hour the CLI asks for), so a rotation reaches every warm execution environment within that time.
+A rotation therefore takes effect ``ttl_s`` + ``PICKUP_MARGIN`` after it was written (``pickup``): until then the
+previous master alone signs, in every function, whether it still holds the old document or has read the new one
+(``omnireel.webhooks.secrets``), and ``GET /webhooks/secret`` (the API's own reader, with the same setting) says so.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
 from omnireel.core.errors import SigningKeyUnavailable
-from omnireel.webhooks.secrets import InvalidMasterKey, MasterKeys, parse_master
+from omnireel.webhooks.secrets import PICKUP_MARGIN, InvalidMasterKey, MasterKeys, parse_master
 
 DEFAULT_TTL_S = 300.0
 
@@ -27,6 +31,8 @@ class WebhookMasterKey:
         self._clock = clock
         self._lock = threading.Lock()
         self._cached: tuple[float, MasterKeys] | None = None
+        # when a rotation takes effect for this reader: every cache (of this length) has expired by then
+        self.pickup = timedelta(seconds=ttl_s) + PICKUP_MARGIN
 
     def keys(self) -> MasterKeys:
         """The master key document, read again once it is ``ttl_s`` old."""
@@ -43,7 +49,7 @@ class WebhookMasterKey:
             raise SigningKeyUnavailable("no webhook signing secret is configured (WEBHOOK_SECRET_ARN)")
         try:
             value = client("secretsmanager").get_secret_value(SecretId=self.secret_arn)["SecretString"]
-            return parse_master(value)
+            return parse_master(value, pickup=self.pickup)
         except (ClientError, BotoCoreError) as exc:
             raise SigningKeyUnavailable(f"cannot read the webhook master key: {exc}") from exc
         except InvalidMasterKey as exc:

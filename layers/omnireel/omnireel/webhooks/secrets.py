@@ -22,6 +22,19 @@ Pure: no AWS here (``omnireel.aws.secrets`` reads the master from Secrets Manage
   while it lasts every delivery carries both signatures (space-separated ``v1,<sig>`` entries in
   ``webhook-signature``: a receiver verifies if any matches), so receivers holding either secret keep verifying; after
   it only the new master signs.
+- **When a rotation takes effect** (issue 33 item 9). Functions keep the document for up to their key cache
+  (``WEBHOOK_KEY_CACHE_SECONDS``, at most 300 s), so right after a rotation a warm delivery function still signs with
+  the old master alone. The document therefore records when it was written (``rotated_at``, and ``grace_ended_at``
+  for ``--end-grace``), and every reader derives the same phases from it with its ``pickup`` (its key cache plus
+  ``PICKUP_MARGIN``: by then every function has read the new document):
+  - until ``key_from`` = ``rotated_at`` + pickup only the previous master signs (what a function still holding the
+    old document does anyway);
+  - from ``key_from`` both sign, until ``previous_until`` (or ``grace_ended_at`` + pickup, if earlier, but never
+    before ``key_from``); a rotation without a grace period switches from the old to the new master at ``key_from``;
+  - then only the new master signs.
+  ``GET /webhooks/secret`` answers these phases (``omnireel.webhooks.signing.secret_view``), so what a caller is told
+  is what deliveries carry. A document without ``rotated_at`` (written before, or the rotation of the single secret of
+  before, which no function signs with) signs with its key at once.
 """
 
 from __future__ import annotations
@@ -31,8 +44,10 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - the Standard Webhooks prefix, not a secret
 _LABEL = b"omnireel-webhook-v1\x00"
@@ -40,6 +55,11 @@ _SCOPE = _LABEL + b"scope\x00"
 _UNOWNED = _LABEL + b"unowned"
 MAX_GRACE = timedelta(days=30)
 MASTER_USE = "webhook-master-v1"  # template.yaml SecretStringTemplate; written by every rotation
+# A rotation reaches every function within its key cache; the margin covers the write's own latency, Secrets
+# Manager's propagation and the clocks of the writer (the CLI takes the service's Date header) and of the readers.
+PICKUP_MARGIN = timedelta(seconds=30)
+MAX_KEY_CACHE = timedelta(seconds=300)  # runtime.settings: WEBHOOK_KEY_CACHE_SECONDS is at most 300
+DEFAULT_PICKUP = MAX_KEY_CACHE + PICKUP_MARGIN  # a reader that does not know the functions' cache (the CLI)
 
 
 class InvalidMasterKey(ValueError):
@@ -52,43 +72,86 @@ class MasterKeys:
 
     key: str
     previous: str | None = None
-    previous_until: datetime | None = None
+    previous_until: datetime | None = None  # the end of the grace period the rotation asked for
     legacy: bool = False  # no ``use`` marker: the pre-issue-25 secret, served to every caller (parse_master)
+    rotated_at: datetime | None = None  # when the rotation was written (None: the key signs at once)
+    grace_ended_at: datetime | None = None  # when ``--end-grace`` was written
+    # Not stored: the reader's key cache + PICKUP_MARGIN (omnireel.aws.secrets.WebhookMasterKey sets its own).
+    pickup: timedelta = field(default=DEFAULT_PICKUP, compare=False)
+
+    def key_from(self) -> datetime | None:
+        """When the current master starts signing (None: it signs already, nothing records a rotation)."""
+        return self.rotated_at + self.pickup if self.rotated_at and self.previous else None
+
+    def previous_end(self) -> datetime | None:
+        """When the previous master stops signing (None: there is none)."""
+        if not (self.previous and self.previous_until):
+            return None
+        end = self.previous_until
+        if self.grace_ended_at is not None:
+            end = min(end, self.grace_ended_at + self.pickup)
+        key_from = self.key_from()
+        return max(end, key_from) if key_from else end
 
     def signing(self, at: datetime) -> tuple[str, ...]:
-        """The masters that sign at ``at``: the current one, then the previous one while its grace period lasts."""
-        if self.previous and self.previous_until and at < self.previous_until:
-            return (self.key, self.previous)
-        return (self.key,)
+        """The masters that sign at ``at``, the current one first: the previous one alone until ``key_from``, both
+        until ``previous_end``, then the current one alone."""
+        key_from, end = self.key_from(), self.previous_end()
+        current = key_from is None or at >= key_from
+        previous = self.previous if end is not None and at < end else None
+        return tuple(k for k in (self.key if current else None, previous) if k)
 
     def in_grace(self, at: datetime) -> bool:
-        return len(self.signing(at)) > 1
+        """The previous master still signs at ``at`` (alone before ``key_from``, with the current one after)."""
+        end = self.previous_end()
+        return end is not None and at < end
 
     def rotated(self, new_key: str, at: datetime, grace: timedelta) -> MasterKeys:
-        """The value after a rotation at ``at``: ``new_key`` signs, the current key keeps signing for ``grace``
-        (none: the old key stops at once, e.g. after a leak)."""
+        """The value after a rotation written at ``at``: the current key keeps signing alone until every function has
+        read the new one (``key_from``), then both sign until ``at`` + ``grace`` (no grace: the old key stops at
+        ``key_from``, e.g. after a leak)."""
         if grace < timedelta(0) or grace > MAX_GRACE:
             raise ValueError(f"the grace period must be between 0 and {MAX_GRACE.days} days")
-        if not grace or self.legacy:  # a key every caller has seen never signs again
-            return MasterKeys(new_key)
-        return MasterKeys(new_key, self.key, at + grace)
+        if self.legacy:  # a key every caller has seen never signs again (no function signs with it: nothing cached)
+            return MasterKeys(new_key, pickup=self.pickup)
+        return MasterKeys(new_key, self.key, at + grace, rotated_at=at, pickup=self.pickup)
 
-    def grace_ended(self) -> MasterKeys:
-        """The value with the previous key dropped: only the current master signs from now on."""
-        return MasterKeys(self.key)
+    def grace_ended(self, at: datetime) -> MasterKeys:
+        """The value after ``--end-grace`` written at ``at``: the previous key stops once every function has read it
+        (``at`` + pickup, never before ``key_from``); ending it again keeps the first end."""
+        if not self.previous:
+            return self
+        ended = at if self.grace_ended_at is None else min(self.grace_ended_at, at)
+        return replace(self, grace_ended_at=ended)
 
     def to_json(self) -> str:
         value: dict[str, str] = {"use": MASTER_USE, "key": self.key}
         if self.previous and self.previous_until:
             value["previous"] = self.previous
-            value["previous_until"] = self.previous_until.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            value["previous_until"] = _iso(self.previous_until)
+            if self.rotated_at is not None:
+                value["rotated_at"] = _iso(self.rotated_at)
+            if self.grace_ended_at is not None:
+                value["grace_ended_at"] = _iso(self.grace_ended_at)
         return json.dumps(value)
 
 
-def parse_master(secret_string: str, *, allow_legacy: bool = False) -> MasterKeys:
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time(value: object, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidMasterKey(f'"{name}" must be an ISO 8601 time')
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+def parse_master(secret_string: str, *, allow_legacy: bool = False, pickup: timedelta = DEFAULT_PICKUP) -> MasterKeys:
     """The secret's value as stored (``GenerateSecretString`` makes ``{"use": "webhook-master-v1", "key": <44 letters
     and digits>}``). A value without the marker is refused unless ``allow_legacy`` (the rotation reads it to replace
-    it)."""
+    it). ``pickup``: this reader's key cache plus ``PICKUP_MARGIN`` (when a rotation takes effect)."""
     try:
         value = json.loads(secret_string)
         key = value["key"]
@@ -103,10 +166,17 @@ def parse_master(secret_string: str, *, allow_legacy: bool = False) -> MasterKey
                 "(omnireel webhooks rotate) before anything is derived from it"
             )
         if previous is None or legacy:
-            return MasterKeys(key, legacy=legacy)
+            return MasterKeys(key, legacy=legacy, pickup=pickup)
         if not isinstance(previous, str) or not isinstance(until, str):
             raise InvalidMasterKey('"previous" needs "previous_until" (ISO 8601)')
-        return MasterKeys(key, previous, datetime.fromisoformat(until).astimezone(UTC))
+        rotated_at, ended_at = (
+            _time(value.get("rotated_at"), "rotated_at"),
+            _time(value.get("grace_ended_at"), "grace_ended_at"),
+        )
+        return MasterKeys(
+            key, previous, datetime.fromisoformat(until).astimezone(UTC), rotated_at=rotated_at,
+            grace_ended_at=ended_at, pickup=pickup,
+        )  # fmt: skip
     except InvalidMasterKey:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -140,3 +210,19 @@ def owner_secret(master: str, owner: str | None) -> str:
 def signing_secrets(keys: MasterKeys, owner: str | None, at: datetime) -> tuple[str, ...]:
     """The secrets that sign a delivery of ``owner``'s job or batch at ``at`` (two during a rotation's grace)."""
     return tuple(owner_secret(master, owner) for master in keys.signing(at))
+
+
+def secrets_view(keys: MasterKeys, derive: Callable[[str], str], at: datetime) -> dict[str, Any]:
+    """Which derived secrets sign at ``at`` and when that changes (``GET /webhooks/secret``, ``omnireel webhooks secret
+    --unowned``): ``secret`` (the one to switch receivers to), ``secret_signs_from`` (during a rotation: when it
+    starts or started signing), ``previous_secret`` and ``previous_until`` (while it still signs: until when), and
+    ``signing`` (the names of the fields whose secrets sign a delivery made now, in signature order)."""
+    grace = keys.in_grace(at)
+    key_from, end, signing = keys.key_from(), keys.previous_end(), keys.signing(at)
+    return {
+        "secret": derive(keys.key),
+        "secret_signs_from": _iso(key_from) if grace and key_from else None,
+        "previous_secret": derive(keys.previous) if grace and keys.previous else None,
+        "previous_until": _iso(end) if grace and end else None,
+        "signing": [name for name, key in (("secret", keys.key), ("previous_secret", keys.previous)) if key in signing],
+    }

@@ -3,17 +3,18 @@
 A delivery is signed with the secret of the owner of its job (``job.*`` events) or of its batch (``batch.completed``),
 read from the record (``omnireel.aws.record_owners``: authoritative, whatever the event or its message attributes
 say); without an owner (a dropped file) with the unowned secret. During a rotation's grace period both the new and
-the previous master sign, so the delivery carries two signatures.
+the previous master sign, so the delivery carries two signatures; before it (until every function has read the
+rotation) the previous master alone (``omnireel.webhooks.secrets``: when a rotation takes effect).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from omnireel.core.errors import WebhookOwnerUnknown
-from omnireel.webhooks.secrets import MasterKeys, scope_secret, signing_secrets
+from omnireel.webhooks.secrets import MasterKeys, scope_secret, secrets_view, signing_secrets
 
 if TYPE_CHECKING:
     from omnireel.aws.record_owners import RecordOwners
@@ -42,15 +43,11 @@ def delivery_secrets(
 
 
 def secret_view(keys: MasterKeys, scope: str, at: datetime) -> dict[str, Any]:
-    """``GET /webhooks/secret`` for the caller ``scope``: its own secret, and during a rotation's grace period the
-    previous one with the time it stops signing."""
-    grace = keys.in_grace(at) and keys.previous is not None and keys.previous_until is not None
+    """``GET /webhooks/secret`` for the caller ``scope``: its own secret, and during a rotation which of its secrets
+    sign now and when that changes (``omnireel.webhooks.secrets.secrets_view``: the phases every function derives from
+    the same document, so the answer is what deliveries carry, whatever a function's key cache holds)."""
     return {
-        "secret": scope_secret(keys.key, scope),
-        "previous_secret": scope_secret(keys.previous, scope) if grace and keys.previous else None,
-        "previous_until": keys.previous_until.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if grace and keys.previous_until
-        else None,
+        **secrets_view(keys, lambda master: scope_secret(master, scope), at),
         "scheme": "Standard Webhooks v1 (HMAC-SHA256)",
         "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
     }
