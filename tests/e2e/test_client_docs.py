@@ -20,6 +20,7 @@ import pytest
 
 from .conftest import ROOT, LocalStack
 from .helpers import wait_for
+from .test_webhook_tenants import quick_key_pickup  # noqa: F401 - the fixture (keys re-read after 1 s, then restored)
 
 DOC = ROOT / "docs" / "client.md"
 EXAMPLE = re.compile(r"<!-- example: (?P<name>[a-z_]+) -->\s*```python\n(?P<code>.*?)```", re.S)
@@ -145,3 +146,21 @@ def test_the_webhook_receiver_verifies_a_real_delivery(receiver: tuple[int, list
     wait_for(lambda: any(f"verified job.succeeded {job_id}" in line for line in lines), RUN_TIMEOUT_S,
              f"the receiver to verify job.succeeded of {job_id}")  # fmt: skip
     assert not any(" 401 " in line for line in lines)  # every delivery verified
+
+
+def test_the_receiver_picks_up_a_rotation_without_a_restart(quick_key_pickup: None,  # noqa: F811 - the fixture
+                                                            receiver: tuple[int, list[str]], venv: Path,
+                                                            stack: LocalStack, tmp_path: Path) -> None:  # fmt: skip
+    """Issue 33 item 3: the receiver of docs/client.md, started before the rotation, verifies a delivery signed with
+    the new key only (``rotate --grace-hours 0``, as for a leaked key): it reads the secret again by itself."""
+    port, lines = receiver
+    before = stack.cli("webhooks", "secret", check=True).stdout.strip()
+    stack.cli("webhooks", "rotate", "--grace-hours", "0", check=True)
+    wait_for(lambda: stack.cli("webhooks", "secret", check=True).stdout.strip() != before, 30,
+             "the API to serve the rotated secret")  # fmt: skip
+    output = _run(venv, stack, tmp_path, _examples()["send_to_receiver"], {"PORT": str(port)})
+    job_id = re.search(r"submitted ([0-9a-f-]{36})", output)[1]  # type: ignore[index]
+    # A delivery that arrives less than refresh_interval_s after the receiver's first read is refused (401) and
+    # retried by the stack 30 s later; the receiver has read the new secret by then.
+    wait_for(lambda: any(f"verified job.succeeded {job_id}" in line for line in lines), RUN_TIMEOUT_S + 120,
+             f"the receiver to verify job.succeeded of {job_id} after the rotation")  # fmt: skip
