@@ -19,7 +19,8 @@ exactly once, and fences the arrows (see ``docs/development.md``).
 
 - **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
   events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
-  ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``, ``jobs.job``, ``jobs.request``,
+  ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``, ``core.sqs_text``, ``jobs.job``,
+  ``jobs.request``,
   ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``events.published``,
   ``media.image_request``, ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``,
   ``media.video_request``, ``webhooks.secrets``.

@@ -12,8 +12,9 @@ Modules: ``lambda_`` (the runner, asynchronous invocations, SQS event sources), 
 
 1. 21 first: it must run before anything imports moto's Step Functions interpreter (which imports ``moto.batch``).
 2. The service patches next, in card-number order: each replaces a different method, so their order among themselves
-   does not matter -- except 29 before 30, whose fault hooks wrap the size-checking send methods 29 installs, and 25
-   before 29 for the same reason (29 and 30 call the send method that is in place when they are installed).
+   does not matter -- except 29 before 29b before 30, whose fault hooks wrap the size- and character-checking send
+   methods 29 and 29b install, and 25 before 29 for the same reason (29, 29b and 30 call the send method that is in
+   place when they are installed).
 3. 9 (IAM) and 12 last: 9 wraps moto's request authentication, which every patched handler passes through, and 12
    rebinds the Step Functions client factory in every module that imported it, so the interpreter (imported by 2, 8,
    17, 18 and 22) must be imported by then.
@@ -42,7 +43,7 @@ CARDS: dict[str, Patch] = {card.number: card for module in MODULES for card in m
 ORDER: tuple[str, ...] = (
     "21",  # before anything imports moto's Step Functions interpreter
     "1", "2", "3", "4", "5", "6", "6b", "6c", "7", "8", "13", "14", "14b", "15", "16", "17", "18", "19", "20", "22",
-    "23", "24", "25", "26", "27", "28", "29", "30",  # 25 -> 29 -> 30: each wraps the send method in place
+    "23", "24", "25", "26", "27", "28", "29", "29b", "30",  # 25 -> 29 -> 29b -> 30: each wraps the send in place
     "9b",  # IAM unique ids: before the identities the stack creates once provisioned (any place before that works)
     "9", "12",  # last: 9 wraps every request's authentication, 12 rebinds the interpreter's client factory
 )  # fmt: skip

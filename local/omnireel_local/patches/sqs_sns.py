@@ -1,9 +1,10 @@
 """SNS and SQS: SNS -> Lambda asynchronous with the real event, SQS's 12-hour visibility rule from the receive, message
-sizes in bytes as SQS counts them, and the fault hooks on deliveries and sends."""
+sizes in bytes as SQS counts them, the characters SQS allows in a body, and the fault hooks on deliveries and sends."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +64,10 @@ def install_visibility_limit(ctx: Context) -> None:
 
 def install_message_sizes(ctx: Context) -> None:
     patch_sqs_message_sizes()
+
+
+def install_message_characters(ctx: Context) -> None:
+    patch_sqs_message_characters()
 
 
 def install_fault_hooks(ctx: Context) -> None:
@@ -199,6 +204,74 @@ def patch_sqs_message_sizes(set_attribute: Callable[[Any, str, Any], None] = set
     set_attribute(SQSBackend, "send_message_batch", send_message_batch)
 
 
+# The characters SQS allows in a message body (SendMessage's MessageBody reference, the W3C XML 1.0 Char production):
+# #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF. Anything else -- C0 controls, lone surrogates,
+# U+FFFE, U+FFFF -- is refused with InvalidMessageContents.
+SQS_ALLOWED_CHARACTERS = "#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF"
+_SQS_DISALLOWED = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_BATCH_ENTRY_ID = re.compile(r"^[\w-]{1,80}$")
+
+
+def sqs_disallowed_character(body: str) -> str | None:
+    """The first character of ``body`` SQS refuses in a message body, or None."""
+    found = _SQS_DISALLOWED.search(body)
+    return found.group() if found else None
+
+
+def sqs_character_message(character: str) -> str:
+    return (f"Invalid binary character '#x{ord(character):X}' was found in the message body, the set of allowed "
+            f"characters is {SQS_ALLOWED_CHARACTERS}")  # fmt: skip
+
+
+def patch_sqs_message_characters(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 29b (see ``apply``): a body with a character outside SQS's set is refused as AWS refuses it.
+    SendMessage: the call fails, 400 ``InvalidMessageContents`` (one of SendMessage's modelled errors).
+    SendMessageBatch: that entry fails (``Failed``: ``InvalidMessageContents``, SenderFault) and the others are sent --
+    the error is not among SendMessageBatch's modelled errors, and each entry's result is reported on its own. The
+    whole-call refusals (more than 10 entries, bad or repeated ids, over 1 MiB in all) still come first."""
+    from moto.sqs.exceptions import SQSException
+    from moto.sqs.models import SQSBackend
+
+    if getattr(SQSBackend.send_message_batch, "omnireel_characters", False):
+        return
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    class InvalidMessageContents(SQSException):
+        def __init__(self, character: str) -> None:
+            super().__init__("InvalidMessageContents", sqs_character_message(character))
+
+    def send_message(self: Any, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
+        character = sqs_disallowed_character(message_body)
+        if character is not None:
+            self.get_queue(queue_name)  # QueueDoesNotExist first, as for any send
+            raise InvalidMessageContents(character)
+        return original_send(self, queue_name, message_body, *args, **kwargs)
+
+    def send_message_batch(self: Any, queue_name: str, entries: dict[str, dict[str, Any]]) -> Any:
+        refused = {key: c for key, e in entries.items() if (c := sqs_disallowed_character(e["MessageBody"]))}
+        ids = [str(e.get("Id")) for e in entries.values()]
+        whole_call_refused = (
+            len(entries) > 10
+            or len(set(ids)) != len(ids)
+            or not all(_BATCH_ENTRY_ID.match(i) for i in ids)
+            or sum(sqs_message_size(e["MessageBody"], e.get("MessageAttributes")) for e in entries.values())
+            > SQS_MAXIMUM_BATCH_BYTES
+        )
+        if not refused or whole_call_refused:
+            return original_batch(self, queue_name, entries)  # sent as is, or refused as a whole first
+        self.get_queue(queue_name)
+        failed = [{"Id": entries[key]["Id"], "SenderFault": True, "Code": "InvalidMessageContents",
+                   "Message": sqs_character_message(character)} for key, character in refused.items()]  # fmt: skip
+        rest = {key: entry for key, entry in entries.items() if key not in refused}
+        messages, more_failed = original_batch(self, queue_name, rest) if rest else ([], [])
+        return messages, failed + list(more_failed)
+
+    send_message_batch.omnireel_characters = True  # type: ignore[attr-defined]
+    set_attribute(SQSBackend, "send_message", send_message)
+    set_attribute(SQSBackend, "send_message_batch", send_message_batch)
+
+
 def patch_sqs_fault_hooks(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
     """Patch 30 (see ``apply``): SNS -> SQS deliveries may be dropped and sends refused, as fault_injection.py says."""
     from moto.core.exceptions import AWSError
@@ -270,6 +343,17 @@ CARDS = [
         test="tests/unit/local/test_sqs_message_sizes.py::test_the_default_limit_is_262144_bytes_counted_in_utf8",
         upstream=MOTO_BUG,
         installs=install_message_sizes,
+    ),
+    Patch(
+        "29b",
+        "SQS refuses characters outside its set in a message body",
+        aws="A body may hold only #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF. SendMessage "
+        "fails 400 InvalidMessageContents; in SendMessageBatch that entry fails (InvalidMessageContents, SenderFault) "
+        "and the others are sent.",
+        moto="Accepts any character (a raw U+FFFE, U+FFFF, a C0 control, a lone surrogate) and delivers it.",
+        test="tests/unit/local/test_sqs_message_characters.py::test_send_message_refuses_a_character_outside_the_set",
+        upstream=MOTO_BUG,
+        installs=install_message_characters,
     ),
     Patch(
         "30",

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 from omnireel.core.errors import InvalidRequest
+from omnireel.core.sqs_text import sqs_safe_json
 from omnireel.jobs.job import job_id_for
 
 MAX_LINES = 10_000
@@ -117,8 +118,10 @@ def check_file(data: bytes) -> int:
 def compact_json(value: object) -> str:
     """JSON for a queue message: UTF-8 text as is (``ensure_ascii=False``: a 4-byte character costs 4 bytes, not the
     12 of its ASCII escape), compact separators. Text with a lone surrogate (JSON ``"\\ud800"`` in a POST /batches
-    job) cannot be UTF-8 and is sent ASCII-escaped instead: the line still reaches validation, which refuses it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    job) cannot be UTF-8 and is sent ASCII-escaped instead: the line still reaches validation, which refuses it.
+    Characters SQS refuses in a body (U+FFFE, U+FFFF, lone surrogates) are JSON-escaped (``core.sqs_text``): lossless,
+    and the sizes measured from this text are the escaped ones SQS counts."""
+    text = sqs_safe_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

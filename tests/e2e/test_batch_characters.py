@@ -1,0 +1,58 @@
+"""Issue 33 item 6: a POST /batches line holding a character SQS refuses in a message body (a raw U+FFFE or U+FFFF
+in a prompt: valid UTF-8, valid JSON) is carried JSON-escaped, so the batch completes with every line handled. The
+local SQS refuses such bodies as AWS does (moto patch 29b); the API used to put the line raw into the chunk, and the
+whole request failed (503) on the refused entry."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from botocore.credentials import Credentials
+
+from omnireel_local import home as homedir
+from tests.integration.frontdoor.client import FrontDoorClient
+
+from .conftest import LocalStack
+
+pytestmark = pytest.mark.e2e
+
+SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
+BATCH_TIMEOUT_S = 420  # bounded; generous because the machine is shared (2 cores)
+POLL_S = 2.0  # GET /batches runs the API function: poll gently
+
+
+def _completed(door: FrontDoorClient, batch_id: str):  # type: ignore[no-untyped-def]
+    """GET /batches/{id} until it says completed (bounded by BATCH_TIMEOUT_S)."""
+    deadline = time.monotonic() + BATCH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        reply = door.request("GET", f"/batches/{batch_id}", b"", [])
+        if reply.status == 200 and reply.json["status"] == "completed":
+            return reply
+        time.sleep(POLL_S)
+    raise AssertionError(f"batch {batch_id} did not complete within {BATCH_TIMEOUT_S} s")
+
+
+def test_post_batches_with_characters_outside_sqs_set_completes_every_line(stack: LocalStack) -> None:
+    state = stack.state()
+    keys = homedir.developer_credentials(state)
+    door = FrontDoorClient(
+        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    )
+    jobs = [
+        {"prompt": "a paper lantern \ufffe at dusk", "seed": 1, "video": SMALL_VIDEO},
+        {"prompt": "a paper lantern \uffff at dawn", "seed": 2, "video": SMALL_VIDEO},
+        {"prompt": "a plain paper lantern", "seed": 3, "video": SMALL_VIDEO},
+    ]
+    body = json.dumps({"jobs": jobs}, ensure_ascii=False).encode("utf-8")  # the characters raw on the wire
+    assert "\ufffe".encode() in body and "\uffff".encode() in body
+
+    reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
+
+    assert reply.status == 202, reply.body
+    batch_id = reply.json["batch_id"]
+    view = _completed(door, batch_id)
+    counts = view.json["counts"]
+    assert counts["total"] == 3 and counts["succeeded"] + counts["failed"] == 3, counts
+    assert counts["succeeded"] == 3, f"the escaped lines are the same jobs, run as sent: {view.json}"
