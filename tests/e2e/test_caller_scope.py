@@ -103,6 +103,19 @@ def test_a_user_deleted_and_re_created_with_the_same_name_is_a_new_caller(stack:
     _delete_user(state, name, again_keys.access_key)
 
 
+def test_the_developer_identity_is_keyed_on_its_unique_id_and_local_env_exports_its_own_secret(
+    stack: LocalStack,
+) -> None:
+    state = stack.state()
+    keys = homedir.developer_credentials(state)
+    developer = _door(state, Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]))
+    user_id = aws(state, "iam").get_user(UserName=state["developer"]["user"])["User"]["UserId"]
+    assert AWS_USER_ID.match(user_id) and state["developer"]["user_id"] == user_id
+    assert _secret(developer) == stack.outputs["OMNIREEL_WEBHOOK_SECRET"]
+    job = _submit(developer, f"developer-{uuid.uuid4().hex}")["job_id"]
+    assert _record(state, job)["owner"] == user_id
+
+
 def test_a_session_of_a_deleted_role_is_refused_and_the_re_created_role_is_a_new_caller(stack: LocalStack) -> None:
     state = stack.state()
     iam = aws(state, "iam")
