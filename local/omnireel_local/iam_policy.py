@@ -380,15 +380,25 @@ def resource_arn(
     return "*"
 
 
+# The local identities that stand in for AWS services (identities.ADMIN_USER: the stack process as CloudFormation, and
+# as Lambda sending an on-failure record or EventBridge a dead letter). Their calls carry
+# aws:PrincipalIsAWSService "true", as the services' own calls do on AWS; every other caller's carry "false", so a
+# resource policy that refuses principals other than the stack's roles and services (issue 33: the topics' and queues'
+# "Only..." Deny statements in template.yaml) refuses the developer and any scratch principal as AWS would.
+SERVICE_STAND_INS = frozenset({"omnireel-local-admin"})
+
+
 def request_context(
     service: str, action: str, path: str, data: Mapping[str, Any], body: bytes | str | None, principal: Principal
 ) -> dict[str, Any]:
     """The condition keys the local stack can supply for a call."""
+    stand_in = ":user/" in principal.arn and principal.arn.rsplit("/", 1)[1] in SERVICE_STAND_INS
     context: dict[str, Any] = {
         # The local endpoint is plain HTTP on loopback; it stands in for AWS's TLS endpoints (see docs/reliability.md).
         "aws:SecureTransport": "true",
         "aws:PrincipalArn": principal.role_arn or principal.arn,
         "aws:PrincipalAccount": principal.account_id,
+        "aws:PrincipalIsAWSService": "true" if stand_in or principal.service else "false",
         "aws:SourceIp": "127.0.0.1",
     }
     if ":user/" in principal.arn:
