@@ -3,9 +3,10 @@ takes 30 s (the local resolver hook for ``.test`` names, ``delay_s``).
 
 - ``POST /jobs`` answers a clear 400 within the submit-time bound. On main it answered 500 after 15.5 s: the API's
   check called ``getaddrinfo`` unbounded and the API function hit its Timeout.
-- A 4-line ``POST /batches`` (two lines aimed at the slow host, two without a webhook) completes within a bounded
-  wait: the slow lines fail with the reason, the others succeed, the counts add up to 4. On main BatchSubmit timed
-  out on every receive (each redelivery looked line 1 up again), and the batch stayed ``running``.
+- A 4-line ``POST /batches`` (lines 1, 2 and 4 aimed at the slow host, line 3 without a webhook) completes within a
+  bounded wait: the slow lines fail with the reason, line 3 succeeds, the counts add up to 4. On main BatchSubmit
+  timed out (two 30 s lookups fill its 60 s), its chunk came back only after the queue's 360 s visibility timeout,
+  each redelivery looked line 1 up again, and the batch stayed ``running`` past the bound.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def test_a_batch_with_a_slow_webhook_host_completes_with_its_lines_failed_with_t
     jobs: list[dict] = []
     for n in range(1, 5):
         job: dict = {"prompt": f"a heron {n} at dusk", "seed": n, "video": SMALL_VIDEO}
-        if n % 2:
+        if n != 3:
             job["webhook"] = f"http://{host}:9/hooks"
         jobs.append(job)
     try:
@@ -92,13 +93,13 @@ def test_a_batch_with_a_slow_webhook_host_completes_with_its_lines_failed_with_t
     finally:
         platform_faults(stack, {})
     assert batch["counts"] == {
-        "total": 4, "accepted": 2, "rejected": 2, "succeeded": 2, "failed": 2, "cancelled": 0,
+        "total": 4, "accepted": 1, "rejected": 3, "succeeded": 1, "failed": 3, "cancelled": 0,
     }  # fmt: skip
     with urllib.request.urlopen(batch["manifest"]["url"], timeout=60) as response:  # noqa: S310 - presigned, loopback
         manifest = {row["line"]: row for row in map(json.loads, response.read().decode().splitlines())}
     assert sorted(manifest) == [1, 2, 3, 4]
-    for n in (1, 3):
+    for n in (1, 2, 4):
         row = manifest[n]
         assert row["status"] == "failed", row
         assert f"line {n}: " in row["error"] and "did not resolve within" in row["error"] and host in row["error"], row
-    assert manifest[2]["status"] == manifest[4]["status"] == "succeeded"
+    assert manifest[3]["status"] == "succeeded"
