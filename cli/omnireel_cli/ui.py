@@ -205,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
             if wrong:
                 self._error(400, "InvalidRequest", f"{wrong[0]}: a text is required")
                 return
-            # Every other key (``self`` too: the client's ``submit`` takes its prompt positionally) goes into the
+            # Every other key (``self`` too: the client's ``submit`` takes its ``self`` positionally) goes into the
             # request as it is; the API refuses one it does not know, with its reason.
             self._api(lambda: _job_view(client.submit(prompt, **body)))
         elif path == "/api/batches":

@@ -79,13 +79,13 @@ class AsyncClient:
     def api_url(self) -> str:
         return self._sync.api_url
 
-    async def submit(self, prompt: str, /, *, webhook: str | None = None, idempotency_key: str | None = None,
+    async def submit(self, /, prompt: str, *, webhook: str | None = None, idempotency_key: str | None = None,
                      **fields: Any) -> AsyncJob:  # fmt: skip
         job = await asyncio.to_thread(self._sync.submit, prompt, webhook=webhook, idempotency_key=idempotency_key,
                                       **fields)  # fmt: skip
         return AsyncJob._from(self, job)
 
-    async def run(self, prompt: str, /, *, timeout: float = DEFAULT_WAIT_S,
+    async def run(self, /, prompt: str, *, timeout: float = DEFAULT_WAIT_S,
                   on_progress: Progress[AsyncJob] | None = None, webhook: str | None = None,
                   idempotency_key: str | None = None, **fields: Any) -> AsyncJob:  # fmt: skip
         job = await self.submit(prompt, webhook=webhook, idempotency_key=idempotency_key, **fields)

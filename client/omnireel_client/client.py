@@ -37,8 +37,6 @@ def new_idempotency_key() -> str:
 def job_body(prompt: str, fields: Mapping[str, Any], webhook: str | None) -> dict[str, Any]:
     """The ``POST /jobs`` body: ``prompt``, the request's other fields as given (``seed``, ``image={...}``,
     ``video={...}``, ``webhook_events``...), and ``webhook``."""
-    if "prompt" in fields:
-        raise TypeError("the prompt is given twice (positionally and as prompt=)")
     body: dict[str, Any] = {"prompt": prompt, **fields}
     if webhook is not None:
         body["webhook"] = webhook
@@ -160,7 +158,7 @@ class Client:
         return client
 
     # ---------------------------------------------------------------- jobs
-    def submit(self, prompt: str, /, *, webhook: str | None = None, idempotency_key: str | None = None,
+    def submit(self, /, prompt: str, *, webhook: str | None = None, idempotency_key: str | None = None,
                **fields: Any) -> Job:  # fmt: skip
         """``POST /jobs``: the accepted job (``status`` ``accepted``; ``refresh``/``wait`` follow it). ``fields`` go
         into the request as given, whatever their names (the API refuses one it does not know, ``self`` too)."""
@@ -173,7 +171,7 @@ class Client:
         job.raw = reply.body
         return job
 
-    def run(self, prompt: str, /, *, timeout: float = DEFAULT_WAIT_S, on_progress: Callable[[Job], None] | None = None,
+    def run(self, /, prompt: str, *, timeout: float = DEFAULT_WAIT_S, on_progress: Callable[[Job], None] | None = None,
             webhook: str | None = None, idempotency_key: str | None = None, **fields: Any) -> Job:  # fmt: skip
         """``submit`` then ``wait``: the succeeded job; ``JobFailedError`` if it failed or was cancelled."""
         job = self.submit(prompt, webhook=webhook, idempotency_key=idempotency_key, **fields)

@@ -15,8 +15,9 @@ import pytest
 
 from omnireel_cli.target import Target
 from omnireel_cli.ui import UiServer
+from omnireel_client import Client
 
-from .conftest import Script
+from .conftest import ACCEPTED, CREDENTIALS, Script
 
 JOB_ID = "00000000-0000-4000-8000-000000000001"
 
@@ -103,3 +104,17 @@ def test_a_limit_that_is_not_ascii_digits_is_the_default(ui) -> None:
     finally:
         connection.close()
     assert status == 200 and script.seen[-1]["path"] == "/jobs?limit=20"
+
+
+def test_the_client_sends_a_field_named_self_and_still_takes_prompt_by_name(api) -> None:
+    """What the page's server relies on: ``submit(prompt, **fields)`` with any field name (the CLI passes
+    ``prompt=`` by name)."""
+    url, script = api
+    script.answers = [(202, ACCEPTED, {}, 0)]
+    client = Client(url, "eu-west-1", CREDENTIALS)
+    client.submit("a kite", **{"self": 1, "seed": 3})
+    client.submit(prompt="a boat", seed=4)
+    assert [json.loads(seen["body"]) for seen in script.seen] == [
+        {"prompt": "a kite", "self": 1, "seed": 3},
+        {"prompt": "a boat", "seed": 4},
+    ]
