@@ -43,8 +43,9 @@ def _caller_b(stack: LocalStack) -> tuple[FrontDoorClient, str]:
 
 
 def _b_job(door: FrontDoorClient, webhook: str) -> str:
-    """B's job with a webhook; it is still running (or just ended) when the attacker strikes: only its id matters."""
-    reply = door.post_json({"prompt": "B's lighthouse", "webhook": webhook})
+    """B's job with a webhook that asked only for an event it never gets (so no genuine delivery runs beside the
+    forged one): only its id matters to the attacker."""
+    reply = door.post_json({"prompt": "B's lighthouse", "webhook": webhook, "webhook_events": ["job.cancelled"]})
     assert reply.status == 202, reply.body
     return str(reply.json["job_id"])
 

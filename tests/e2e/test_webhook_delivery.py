@@ -1,7 +1,11 @@
 """Issue 25 on the local stack, through the queue, event source mapping and function the template wires: a receiver
 that trickles its answer is cut at the attempt's deadline (item 4); a host name whose DNS fails for a while is retried
 until it resolves (item 5); one record whose attempt cannot be recorded is retried alone, the record delivered in the
-same batch is not sent again (item 3). Receivers are `omnireel webhooks listen` or a trickling socket on loopback."""
+same batch is not sent again (item 3). Receivers are `omnireel webhooks listen` or a trickling socket on loopback.
+
+Every event here is a real job's terminal event, published and recorded by the stack (issue 33: the webhook queue
+takes messages from the job-events topic only, and the function delivers only events the stack published); events
+that must share a batch are held in the queue (``deliveries_held``) and released together."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Any
 import pytest
 
 from omnireel.aws.clients import _DEFAULT
+from omnireel_local.event_sources import RECEIVE_WAIT_S
 
 from .conftest import LocalStack
 from .helpers import aws_client, platform_faults, wait_for
@@ -42,6 +47,13 @@ def _stop(process) -> None:  # type: ignore[no-untyped-def]
 def _delivery(stack: LocalStack, job_id: str, event_type: str = "job.succeeded") -> dict[str, Any]:
     job = json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
     return ((job.get("webhook") or {}).get("deliveries") or {}).get(event_type) or {}
+
+
+def _terminal_delivery(stack: LocalStack, job_id: str) -> dict[str, Any]:
+    """The delivery state of the job's one terminal event, whichever it was."""
+    job = json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
+    deliveries = (job.get("webhook") or {}).get("deliveries") or {}
+    return dict(next(iter(deliveries.values()), {}))
 
 
 def _function_log(stack: LocalStack, function: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -201,31 +213,23 @@ def hanging_receiver() -> Iterator[dict[str, Any]]:
 
 
 def test_a_batch_of_receivers_that_all_hang_ends_inside_the_function_timeout(stack: LocalStack) -> None:
-    """Ten events in one batch (sent together, visible together), every receiver hangs: the ten attempts run at once
-    and are all cut at the 10 s deadline; no invocation reaches the function's Timeout (sequential attempts took
+    """Ten events in one batch (held in the queue, released together), every receiver hangs: the ten attempts run at
+    once and are all cut at the 10 s deadline; no invocation reaches the function's Timeout (sequential attempts took
     100 s against a 30 s Timeout before issue 25)."""
-    sqs, queue = aws_client(stack, "sqs"), _webhook_queue(stack)
-    # Ten real jobs of the developer's (a delivery is signed with its job owner's secret, read from the job record),
-    # whose webhook asked only for an event they never send: the events below are the only deliveries.
-    jobs = [
-        json.loads(
-            stack.cli(
-                "submit", f"hanging {n}", "--webhook", "http://127.0.0.1:9/unused", "--webhook-event", "job.cancelled",
-                "--json", check=True,
-            ).stdout
-        )["job_id"]
-        for n in range(10)
-    ]  # fmt: skip
     max_open = 0
-    for _ in range(3):  # the ten must be one batch; if a poller's receive split them (rare), send ten more
+    for _ in range(3):  # the ten must be one batch; if a poller's receive split them (rare), ten more jobs
         with hanging_receiver() as seen:
             hook = f"http://127.0.0.1:{seen['port']}/slow"
-            entries = [
-                {"Id": str(n), "MessageBody": _queued(job, hook), "DelaySeconds": 1} for n, job in enumerate(jobs)
-            ]
-            sqs.send_message_batch(QueueUrl=queue, Entries=entries)
-            wait_for(lambda seen=seen: seen["closed"] >= 10, 60, "the ten attempts to be ended by the function")
-            max_open = seen["max_open"]
+            with deliveries_held(stack) as queued:
+                # Ten real jobs of the developer's, each ending at once (cancelled): the stack publishes and records
+                # their terminal events, which are the only deliveries to the receiver (issue 33: the delivery
+                # function delivers only events the stack published; nobody else may send to its queue).
+                for n in range(10):
+                    _submit_and_end(stack, f"hanging {n}", hook)
+                together = queued(10)
+            if together:
+                wait_for(lambda seen=seen: seen["closed"] >= 10, 60, "the ten attempts to be ended by the function")
+                max_open = seen["max_open"]
         if max_open == 10:
             break
     assert max_open == 10, f"at most {max_open} attempts ran at once"
@@ -240,16 +244,49 @@ def _webhook_queue(stack: LocalStack) -> str:
     return urls[0]
 
 
-def _queued(job_id: str, url: str) -> str:
-    event = {"event_id": str(uuid.uuid4()), "event_type": "job.succeeded", "job_id": job_id, "status": "succeeded"}
-    return json.dumps(
-        {
-            "Type": "Notification",
-            "MessageId": str(uuid.uuid4()),
-            "Message": json.dumps(event),
-            "MessageAttributes": {"webhook": {"Type": "String", "Value": url}},
-        }
-    )
+def _submit_and_end(stack: LocalStack, prompt: str, hook: str) -> str:
+    """A job whose webhook gets its terminal event, cancelled at once (if it finished first, its job.succeeded or
+    job.failed is its one event instead)."""
+    submitted = stack.cli("submit", prompt, "--webhook", hook, "--json", check=True)
+    job_id = str(json.loads(submitted.stdout)["job_id"])
+    stack.cli("cancel", job_id)
+    return job_id
+
+
+@contextlib.contextmanager
+def deliveries_held(stack: LocalStack) -> Iterator[Any]:
+    """While open, the delivery function cannot receive from the webhook queue (an explicit Deny on its role: the
+    developer may edit the stack's role policies), so genuine events wait there; on exit they are released and one
+    receive takes them together. Yields ``queued(n)``: True once n events wait (visible), False if that does not happen
+    within the bound (a receive begun before the Deny took one: the caller tries again)."""
+    iam, sqs, queue = aws_client(stack, "iam"), aws_client(stack, "sqs"), _webhook_queue(stack)
+    (role,) = [
+        r["RoleName"] for r in iam.list_roles()["Roles"] if "WebhookDeliveryFunctionRole" in r["RoleName"]
+    ]  # fmt: skip
+    hold = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": "sqs:ReceiveMessage", "Resource": "*"}]}
+    iam.put_role_policy(RoleName=role, PolicyName="e2e-hold-deliveries", PolicyDocument=json.dumps(hold))
+    # A receive the pollers began before the Deny may still take a message until its long poll ends: publish nothing
+    # before every such receive is over (the pollers' wait time is a constant of the local event source).
+    time.sleep(RECEIVE_WAIT_S + 1)
+
+    def waiting() -> tuple[int, int]:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        found = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=names)["Attributes"]
+        return int(found[names[0]]), int(found[names[1]])
+
+    def queued(n: int) -> bool:
+        ends = time.monotonic() + 60
+        while time.monotonic() < ends:
+            visible, _ = waiting()
+            if visible >= n:
+                return True
+            time.sleep(0.5)  # polling the queue's counters, bounded
+        return False
+
+    try:
+        yield queued
+    finally:
+        iam.delete_role_policy(RoleName=role, PolicyName="e2e-hold-deliveries")
 
 
 def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: LocalStack) -> None:
@@ -258,41 +295,32 @@ def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: Local
     backoff and then recorded."""
     from omnireel_local.home import free_port
 
-    sqs, queue = aws_client(stack, "sqs"), _webhook_queue(stack)
     port = free_port()
     process, reader = _listener(stack, port)
     try:
-        for _ in range(3):  # both records must be in one batch: sent together, visible together (DelaySeconds)
+        for _ in range(3):  # both records must be in one batch: held in the queue, released together
             hook = f"http://127.0.0.1:{port}/isolation"
-            # jobs with a webhook (their record shows its deliveries) that asked only for an event they never send
-            a, b = (
-                json.loads(
-                    stack.cli(
-                        "submit", f"isolation {n}", "--webhook", hook, "--webhook-event", "job.cancelled", "--json",
-                        check=True,
-                    ).stdout
-                )["job_id"]
-                for n in ("A", "B")
-            )  # fmt: skip
-            # only the delivery function's write of B's attempt (its UpdateExpression), as many times as botocore tries
-            # one call (the first attempt and its retries): the first recording fails, the next one succeeds
-            throttle = {"match": [b, "SET webhook_deliveries"], "count": ATTEMPTS_PER_CALL}
-            platform_faults(stack, {"dynamodb_throttle": throttle})
-            entries = [{"Id": n, "MessageBody": _queued(j, hook), "DelaySeconds": 1} for n, j in (("a", a), ("b", b))]
-            sqs.send_message_batch(QueueUrl=queue, Entries=entries)
+            with deliveries_held(stack) as queued:
+                # two real jobs with a webhook, ended at once: their terminal events are published and recorded
+                a, b = (_submit_and_end(stack, f"isolation {n}", hook) for n in ("A", "B"))
+                # only the delivery function's write of B's attempt (its UpdateExpression), as many times as botocore
+                # tries one call (the first attempt and its retries): the first recording fails, the next succeeds
+                throttle = {"match": [b, "SET webhook_deliveries"], "count": ATTEMPTS_PER_CALL}
+                platform_faults(stack, {"dynamodb_throttle": throttle})
+                together_in_queue = queued(2)
             # B's second attempt is recorded after its own backoff (1 s locally); were the batch failed as a whole,
             # both records would come back after the queue's visibility timeout instead (60 s before issue 25)
-            wait_for(lambda job=b: _delivery(stack, job).get("delivered_at"), 90, "B's retried attempt to be recorded")
+            wait_for(lambda job=b: _terminal_delivery(stack, job).get("delivered_at"), 90, "B's retried attempt")
             together = [
                 jobs
                 for _, jobs, line in _function_log(stack, "WebhookDelivery")
                 if line.get("job_id") == a and line.get("message") == "webhook delivered"
             ]
-            if together and b in together[0]:
+            if together_in_queue and together and b in together[0]:
                 break  # A's first delivery was in an invocation whose event also held B
             platform_faults(stack, {})
         else:
-            pytest.fail("the poller never put the two records in one batch")
+            pytest.fail(f"the poller never put the two records in one batch (held together: {together_in_queue})")
         deliveries: dict[str, int] = {}
         while (line := reader.wait_for_json(lambda d: True, timeout=3)) is not None:
             job = line["event"].get("job_id")
@@ -302,6 +330,6 @@ def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: Local
         platform_faults(stack, {})
     assert deliveries.get(a) == 1, f"A was POSTed {deliveries.get(a)} times"
     assert deliveries.get(b) == 2  # attempt 1 reached the receiver but could not be recorded; attempt 2 did both
-    state_a, state_b = _delivery(stack, a), _delivery(stack, b)
+    state_a, state_b = _terminal_delivery(stack, a), _terminal_delivery(stack, b)
     assert state_a["attempts"] == 1 and state_a["delivered_at"]
     assert state_b["attempts"] == 2 and state_b["delivered_at"]
