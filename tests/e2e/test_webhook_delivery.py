@@ -157,7 +157,7 @@ def test_a_receiver_trickling_its_answer_is_cut_at_the_attempt_deadline(stack: L
         job_id = json.loads(submitted.stdout)["job_id"]
         state = wait_for(lambda: (s := _delivery(stack, job_id)).get("last_error") and s, 90, "a recorded attempt")
         wait_for(lambda: trickler["closed"] >= 1, 30, "the delivery function to close the connection")
-    assert state["last_error"].startswith("deadline") and state["delivered_at"] is None
+    assert state["outcome"] == "unreachable" and state["delivered_at"] is None  # "deadline": the log says (issue 33)
     # 10 s at a byte per 0.5 s: the attempt was cut after about 20 bytes of headers, not when the function timed out
     first = trickler["connections"][0]["sent"]
     assert first < 80, f"the first attempt read {first} bytes"
