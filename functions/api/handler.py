@@ -177,26 +177,29 @@ def delete_job(job_id: str) -> Response:
 @app.get("/webhooks/secret")
 def webhook_secret() -> Response:
     """The caller's own whsec_ secret (derived from the master key and the caller's scope): it signs the deliveries of
-    the caller's jobs and batches, and no other caller's (Standard Webhooks). During a rotation's grace period, also
-    the previous one and when it stops signing. Never cached by intermediaries."""
+    the caller's jobs and batches, and no other caller's (Standard Webhooks). During a rotation, also the previous one
+    and when it stops signing, which of them sign a delivery made now (``signing``) and from when the new one does
+    (``secret_signs_from``: once every function has read the rotation, omnireel.webhooks.secrets). Never cached by
+    intermediaries."""
     body = secret_view(master_key.keys(), _caller(), datetime.now(UTC))
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
 
 
-@app.post("/batches")
-def create_batch() -> Response:
-    if batches is None:
-        raise BatchNotFound("batches are not enabled on this stack", code="NotFound")
-    key = _idempotency_key()
+def _json_object(what: str) -> dict:
     body = _body()
     try:
         data = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the body is not JSON: {exc}") from None
-    if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
-        raise InvalidRequest('send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)')
+    if not isinstance(data, dict):
+        raise InvalidRequest(what)
+    return data
+
+
+def _batch_webhook(data: dict) -> str | None:
+    """batch.completed's webhook, if any: checked as a job's (omnireel.webhooks.target)."""
     webhook = data.get("webhook")
-    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhooks.target)
+    if webhook is not None:
         if not isinstance(webhook, str):
             raise InvalidRequest("webhook: must be an https:// URL")
         try:
