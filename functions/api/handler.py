@@ -185,21 +185,20 @@ def webhook_secret() -> Response:
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
 
 
-def _json_object(what: str) -> dict:
+@app.post("/batches")
+def create_batch() -> Response:
+    if batches is None:
+        raise BatchNotFound("batches are not enabled on this stack", code="NotFound")
+    key = _idempotency_key()
     body = _body()
     try:
         data = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidRequest(what)
-    return data
-
-
-def _batch_webhook(data: dict) -> str | None:
-    """batch.completed's webhook, if any: checked as a job's (omnireel.webhooks.target)."""
+    if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
+        raise InvalidRequest('send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)')
     webhook = data.get("webhook")
-    if webhook is not None:
+    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhooks.target)
         if not isinstance(webhook, str):
             raise InvalidRequest("webhook: must be an https:// URL")
         try:
