@@ -152,9 +152,11 @@ def _victim_job(stack: dict[str, Any], hook: str) -> tuple[str, JobRequest]:
     """A job of the victim's that asked for its terminal events at ``hook`` (the record as the API writes it)."""
     job_id = str(uuid.uuid4())
     request = msgspec.convert({"prompt": "a lighthouse at dusk", "webhook": hook}, JobRequest)
+    stamp = {"S": "2026-12-04T12:00:00.000Z"}
     item = {
         "job_id": {"S": job_id}, "owner": {"S": VICTIM}, "status": {"S": "succeeded"}, "source": {"S": "api"},
-        "request_json": {"S": to_json(request)},
+        "request_json": {"S": to_json(request)}, "created_at": stamp, "updated_at": stamp,
+        "webhook_deliveries": {"M": {}},
     }  # fmt: skip
     stack["ddb"].put_item(TableName=stack["jobs"], Item=item)
     return job_id, request
@@ -200,7 +202,7 @@ def _invoke_on_queue(stack: dict[str, Any], count: int) -> dict[str, Any]:
 
 
 def test_a_forged_event_for_another_callers_job_is_dropped_unsigned(
-    stack: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    stack: dict[str, Any], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from omnireel.runtime.observability import metrics
 
@@ -218,10 +220,9 @@ def test_a_forged_event_for_another_callers_job_is_dropped_unsigned(
 
     assert response == {"batchItemFailures": []}  # dropped for good: not retried
     assert receivers.posts == []  # nothing sent, so nothing signed with the victim's secret
-    out = capsys.readouterr().out
-    assert "webhook event not published by the stack: dropped" in out
+    (dropped,) = [r for r in caplog.records if r.getMessage() == "webhook event not published by the stack: dropped"]
+    assert dropped.levelname == "ERROR" and getattr(dropped, "job_id", None) == job_id
     assert counted == ["webhook_forged_dropped"]
-    assert job_id in out
 
 
 def test_a_replayed_event_id_is_delivered_as_recorded_to_the_jobs_own_webhook(stack: dict[str, Any]) -> None:
