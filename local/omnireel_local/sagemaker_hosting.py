@@ -6,10 +6,18 @@
   ``LogStreamArn``); botocore raises it as ``ClientError`` code ``ModelError``.
 - ``invoke_async`` (InvokeEndpointAsync): answers at once (202) with ``InferenceId``, ``OutputLocation`` and
   ``FailureLocation`` under the endpoint config's ``S3OutputPath`` / ``S3FailurePath``, then queues the request. Per
-  endpoint, ``MaxConcurrentInvocationsPerInstance`` x instance count workers read ``InputLocation`` from S3, call the
-  container (bounded by ``InvocationTimeoutSeconds``), write ``<S3OutputPath>/<uuid>.out`` or
-  ``<S3FailurePath>/<uuid>-error.out``, and publish the AWS-shaped notification to the config's SuccessTopic or
+  endpoint, at most ``MaxConcurrentInvocationsPerInstance`` x the variant's current instance count requests run at
+  once (re-read whenever one could start, so ``UpdateEndpointWeightsAndCapacities`` changes it; 0 instances run
+  none: requests wait, as on a scaled-to-zero endpoint, until their TTL). A running request reads ``InputLocation``
+  from S3, calls the container (bounded by ``InvocationTimeoutSeconds``), writes ``<S3OutputPath>/<uuid>.out`` or
+  ``<S3FailurePath>/<uuid>-error.out``, and publishes the AWS-shaped notification to the config's SuccessTopic or
   ErrorTopic. A request still queued after ``RequestTTLSeconds`` is dropped with an ``Expired`` notification.
+
+Capacity (issue 34 item 9): every request to a container carries the variant's current instance count
+(``INSTANCE_COUNT_HEADER``); the container emulator runs at most its ``concurrency_per_instance`` x that many generation
+requests at once and queues the rest inside the "container" (``emulator/capacity.py``). InvokeEndpoint's 60 s
+(``REALTIME_TIMEOUT_S``, read on every call) covers that wait and the work: past it the caller gets ModelError 424
+with OriginalStatusCode 408, as from SageMaker.
 
 Which container serves an endpoint: endpoint -> endpoint config -> production variant ``ModelName`` -> the emulator
 started for that SageMaker Model (``attach``).
@@ -33,11 +41,11 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import re
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -48,11 +56,15 @@ import httpx
 from botocore.config import Config
 
 from . import fault_injection
+from .emulator.config import INSTANCE_COUNT_HEADER
 from .identities import Credentials
 
 log = logging.getLogger("omnireel_local.sagemaker")
 
-REALTIME_TIMEOUT_S = 60.0  # InvokeEndpoint's fixed 60 s limit for a container response
+REALTIME_TIMEOUT_S = 60.0  # InvokeEndpoint's fixed 60 s limit for a container response (read per call: tests lower it)
+# A queued async request waits for a free slot; the capacity (instances x per instance) is re-read at least this often
+# while requests wait, so a scale-out through UpdateEndpointWeightsAndCapacities starts them without a new request.
+ASYNC_CAPACITY_POLL_S = 1.0
 DEFAULT_INVOCATION_TIMEOUT_S = 900
 DEFAULT_REQUEST_TTL_S = 21600
 _FORWARDED = ("content-type", "accept")
@@ -83,6 +95,15 @@ def _json_error(status: int, code: str, message: str, **extra: Any) -> tuple[int
     return status, {_TYPE: code, "Content-Type": "application/json"}, json.dumps({"Message": message, **extra})
 
 
+def _current_instances(endpoint: Any, variant_name: str, config_variant: dict[str, Any]) -> int:
+    """The variant's CurrentInstanceCount on the endpoint (UpdateEndpointWeightsAndCapacities changes it), else the
+    config's InitialInstanceCount."""
+    for variant in getattr(endpoint, "production_variants", None) or []:
+        if variant.get("VariantName") == variant_name and variant.get("CurrentInstanceCount") is not None:
+            return int(variant["CurrentInstanceCount"])
+    return int(config_variant.get("InitialInstanceCount") or 1)
+
+
 def _split_s3(uri: str) -> tuple[str, str]:
     if not uri.startswith("s3://"):
         raise ValueError(f"not an s3:// URI: {uri}")
@@ -99,9 +120,26 @@ class _Endpoint:
     name: str
     model_name: str
     variant: str
-    instances: int
+    instances: int  # the variant's current instance count (0: an async endpoint scaled to zero)
     async_config: dict[str, Any] | None
     role_arn: str = ""
+
+    @property
+    def per_instance(self) -> int:
+        """Async: ClientConfig.MaxConcurrentInvocationsPerInstance (SageMaker's default: 1 here, as the DLC's)."""
+        client = (self.async_config or {}).get("ClientConfig", {})
+        return int(client.get("MaxConcurrentInvocationsPerInstance") or 1)
+
+
+@dataclass
+class _AsyncPool:
+    """One async endpoint's queue: requests in arrival order, how many run now, the condition a start waits on."""
+
+    name: str
+    pending: deque[_AsyncRequest] = field(default_factory=deque)
+    running: int = 0
+    peak_running: int = 0
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
 
 @dataclass
@@ -119,6 +157,7 @@ class _AsyncRequest:
     received_at: str
     received_monotonic: float = field(default_factory=time.monotonic)
     state: str = "queued"  # queued -> running | expired (guarded by lock)
+    instances: int = 1  # the variant's instance count when the request started (what the container is told)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def claim(self, state: str) -> bool:
@@ -149,8 +188,7 @@ class SageMakerHosting:
         self._role_credentials = role_credentials
         self._role_clients: dict[tuple[str, str], Any] = {}
         self._containers: dict[str, str] = {}
-        self._queues: dict[str, queue.Queue[_AsyncRequest | None]] = {}
-        self._threads: list[threading.Thread] = []
+        self._pools: dict[str, _AsyncPool] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._http = httpx.Client(timeout=httpx.Timeout(REALTIME_TIMEOUT_S, connect=5.0))
@@ -252,11 +290,12 @@ class SageMakerHosting:
             model = backend.describe_model(variant["ModelName"])
         except ValidationError:
             return None
+        variant_name = variant.get("VariantName", "AllTraffic")
         return _Endpoint(
             name=name,
             model_name=variant["ModelName"],
-            variant=variant.get("VariantName", "AllTraffic"),
-            instances=int(variant.get("InitialInstanceCount") or 1),
+            variant=variant_name,
+            instances=_current_instances(endpoint, variant_name, variant),
             async_config=config.async_inference_config or None,
             role_arn=model.execution_role_arn or "",
         )
@@ -302,9 +341,13 @@ class SageMakerHosting:
             return endpoint
         lowered = {k.lower(): v for k, v in headers.items()}
         forward = {k: v for k, v in lowered.items() if k in _FORWARDED or k.startswith("x-amzn-sagemaker-")}
+        # A real-time variant has at least one instance; the container serves that many at once (emulator/capacity.py).
+        forward[INSTANCE_COUNT_HEADER] = str(max(endpoint.instances, 1))
         try:
             url = self._container(endpoint)
-            response = self._http.post(f"{url}/invocations", content=body, headers=forward)
+            # Wait for a slot + work, as InvokeEndpoint counts it: the container answers nothing before it is done.
+            timeout = httpx.Timeout(REALTIME_TIMEOUT_S, connect=5.0)
+            response = self._http.post(f"{url}/invocations", content=body, headers=forward, timeout=timeout)
         except LookupError as exc:
             return _json_error(503, "ServiceUnavailable", str(exc))
         except httpx.TimeoutException:
@@ -376,7 +419,10 @@ class SageMakerHosting:
             ),
             received_at=_now(),
         )
-        self._queue_for(endpoint).put(request)
+        pool = self._pool_for(endpoint.name)
+        with pool.changed:
+            pool.pending.append(request)
+            pool.changed.notify_all()
         # Expire at the TTL, not when a worker frees up: the Expired notification is timely even behind a long render.
         expiry = threading.Timer(request.request_ttl_s, self._expire, args=(request,))
         expiry.daemon = True
@@ -392,33 +438,54 @@ class SageMakerHosting:
             json.dumps({"InferenceId": inference_id}),
         )
 
-    def _queue_for(self, endpoint: _Endpoint) -> queue.Queue[_AsyncRequest | None]:
+    def _pool_for(self, name: str) -> _AsyncPool:
         with self._lock:
-            q = self._queues.get(endpoint.name)
-            if q is None:
-                q = self._queues[endpoint.name] = queue.Queue()
-                client = (endpoint.async_config or {}).get("ClientConfig", {})
-                per_instance = int(client.get("MaxConcurrentInvocationsPerInstance") or 1)
-                for index in range(per_instance * endpoint.instances):
-                    thread = threading.Thread(
-                        target=self._work, args=(q,), name=f"async-{endpoint.name}-{index}", daemon=True
-                    )
-                    thread.start()
-                    self._threads.append(thread)
-                log.info(
-                    "async endpoint %s: %d concurrent invocation(s)", endpoint.name, per_instance * endpoint.instances
-                )
-            return q
+            pool = self._pools.get(name)
+            if pool is None:
+                pool = self._pools[name] = _AsyncPool(name)
+                threading.Thread(target=self._dispatch, args=(pool,), name=f"async-{name}", daemon=True).start()
+            return pool
 
-    def _work(self, q: queue.Queue[_AsyncRequest | None]) -> None:
+    def _async_capacity(self, pool: _AsyncPool, queued: _AsyncRequest) -> tuple[int, int]:
+        """(MaxConcurrentInvocationsPerInstance x the variant's current instance count, that count), as the endpoint
+        stands now (the endpoint the request was queued for, if it no longer resolves)."""
+        endpoint = self._endpoint(pool.name) or queued.endpoint
+        return endpoint.per_instance * endpoint.instances, endpoint.instances
+
+    def _dispatch(self, pool: _AsyncPool) -> None:
+        """Start queued requests in arrival order while fewer than the capacity run (one thread per running one)."""
         while not self._closed.is_set():
-            request = q.get()
-            if request is None:
-                return
-            try:
-                self._process(request)
-            except Exception:
-                log.exception("async request %s crashed the local shim", request.inference_id)
+            with pool.changed:
+                while pool.pending and pool.pending[0].state != "queued":
+                    pool.pending.popleft()  # expired while queued (already notified): it takes no slot
+                capacity, instances = self._async_capacity(pool, pool.pending[0]) if pool.pending else (0, 0)
+                if pool.running >= capacity:
+                    pool.changed.wait(ASYNC_CAPACITY_POLL_S)
+                    continue
+                request = pool.pending.popleft()
+                request.instances = instances
+                pool.running += 1
+                pool.peak_running = max(pool.peak_running, pool.running)
+            threading.Thread(target=self._run, args=(pool, request), name=f"async-{pool.name}-run", daemon=True).start()
+
+    def _run(self, pool: _AsyncPool, request: _AsyncRequest) -> None:
+        try:
+            self._process(request)
+        except Exception:
+            log.exception("async request %s crashed the local shim", request.inference_id)
+        finally:
+            with pool.changed:
+                pool.running -= 1
+                pool.changed.notify_all()
+
+    def async_stats(self, name: str) -> dict[str, int]:
+        """An async endpoint's queue now: requests waiting, running, and the most that ran at once."""
+        pool = self._pools.get(name)
+        if pool is None:
+            return {"waiting": 0, "running": 0, "peak_running": 0}
+        with pool.changed:
+            waiting = sum(1 for r in pool.pending if r.state == "queued")
+            return {"waiting": waiting, "running": pool.running, "peak_running": pool.peak_running}
 
     def _expire(self, request: _AsyncRequest) -> None:
         if self._closed.is_set() or not request.claim("expired"):
@@ -436,7 +503,11 @@ class SageMakerHosting:
         except Exception as exc:  # noqa: BLE001 - any read failure is a ClientError notification on AWS
             self._fail(request, f"ClientError: Unable to read input from {request.input_location}: {exc}", str(exc))
             return
-        headers = {"Content-Type": request.content_type, "Accept": request.accept}
+        headers = {
+            "Content-Type": request.content_type,
+            "Accept": request.accept,
+            INSTANCE_COUNT_HEADER: str(max(request.instances, 1)),
+        }
         if request.custom_attributes:
             headers["X-Amzn-SageMaker-Custom-Attributes"] = request.custom_attributes
         try:
@@ -546,7 +617,7 @@ class SageMakerHosting:
         self._closed.set()
         with self._attached:
             self._attached.notify_all()
-        for q in self._queues.values():
-            for _ in range(64):
-                q.put(None)
+        for pool in list(self._pools.values()):
+            with pool.changed:
+                pool.changed.notify_all()
         self._http.close()

@@ -31,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ws-idle-timeout", type=float, help="WebSocket idle timeout in seconds (30)")
     parser.add_argument("--video-sync-timeout", type=float, help="/v1/videos/sync timeout in seconds (600)")
     parser.add_argument(
+        "--concurrency-per-instance", type=int,
+        help="generation requests one instance runs at once (1); more wait in the container",
+    )  # fmt: skip
+    parser.add_argument(
         "--ws-ping-interval", type=float, default=20.0,
         help="uvicorn's WebSocket keepalive ping interval in seconds (20, uvicorn's and so vLLM-Omni's default)",
     )  # fmt: skip
@@ -48,6 +52,7 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         "ws_config_timeout_s": args.ws_config_timeout,
         "ws_idle_timeout_s": args.ws_idle_timeout,
         "video_sync_timeout_s": args.video_sync_timeout,
+        "concurrency_per_instance": args.concurrency_per_instance,
     }
     config = EmulatorConfig.from_env(**overrides)
     if args.faults:

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 
 from .artwork import encode_image, render_prompt_image
 from .errors import EmulatorError
-from .faults import apply_http_faults
+from .faults import apply_http_faults, raise_if_throttled
 from .images import DEFAULT_SIZE, check_image_size, parse_size
 from .state import EmulatorState, get_state, json_request
 from .videos import video_params
@@ -105,7 +105,7 @@ async def create_chat_completion(request: Request) -> Response:
     args = _arguments(req)
     prompt = prompt_of(req.messages)
     if config.serves("images"):
-        return await _image_completion(state, prompt, args)
+        return await _image_completion(state, prompt, args, request)
     if config.serves("videos"):
         # The geometry is checked as the video routes check it (a bad size is the same 400 there).
         video_params(state, args.width, args.height, args.size, args.num_frames, None, args.fps, args.seed)
@@ -113,7 +113,7 @@ async def create_chat_completion(request: Request) -> Response:
     raise EmulatorError(404, NOT_SUPPORTED)
 
 
-async def _image_completion(state: EmulatorState, prompt: str, args: DiffusionArgs) -> Response:
+async def _image_completion(state: EmulatorState, prompt: str, args: DiffusionArgs, request: Request) -> Response:
     config = state.config
     if args.width and args.height:
         width, height = args.width, args.height
@@ -124,15 +124,17 @@ async def _image_completion(state: EmulatorState, prompt: str, args: DiffusionAr
     check_image_size(config, width, height)
     seed = args.seed if args.seed is not None else state.injector.random_seed()
     decision = state.injector.decide(config, "images", args.num_inference_steps)
-    started = time.perf_counter()
-    await apply_http_faults(decision, "Image generation failed")
-    pngs = await asyncio.to_thread(
-        lambda: [
-            encode_image(render_prompt_image(prompt, seed + index, width, height), "png")
-            for index in range(args.num_outputs_per_prompt)
-        ]
-    )
-    elapsed = round(time.perf_counter() - started, 4)
+    raise_if_throttled(decision)
+    async with state.gate.slot("images", config.concurrency_per_instance, request):  # the same GPU as the image route
+        started = time.perf_counter()
+        await apply_http_faults(decision, "Image generation failed")
+        pngs = await asyncio.to_thread(
+            lambda: [
+                encode_image(render_prompt_image(prompt, seed + index, width, height), "png")
+                for index in range(args.num_outputs_per_prompt)
+            ]
+        )
+        elapsed = round(time.perf_counter() - started, 4)
     words = len(prompt.split())
     content = [
         {

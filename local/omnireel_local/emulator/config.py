@@ -20,6 +20,9 @@ Environment variables (all optional; CLI flags of ``python -m omnireel_local.emu
 - ``OMNIREEL_EMULATOR_WS_CONFIG_TIMEOUT_S`` / ``OMNIREEL_EMULATOR_WS_IDLE_TIMEOUT_S`` -- WebSocket timeouts (10 / 30 s).
 - ``OMNIREEL_EMULATOR_MAX_GENERATED_IMAGE_SIZE`` -- max width*height of a generated image (server flag
   ``--max-generated-image-size``; the emulator defaults to 2048*2048).
+- ``OMNIREEL_EMULATOR_CONCURRENCY_PER_INSTANCE`` -- generation requests (images, videos) one instance runs at once
+  (default 1: a diffusion pipeline denoises one request at a time); more wait in the container (``capacity``). The
+  local stack sets it from the template (``ImageConcurrencyPerInstance``, ``VideoMaxConcurrentInvocationsPerInstance``).
 - ``VLLM_OMNI_VIDEO_SYNC_TIMEOUT`` -- server-side timeout of ``/v1/videos/sync`` in seconds (default 600),
   as in the DLC.
 """
@@ -35,6 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RouteKind = Literal["images", "videos", "speech"]
 ROUTE_KINDS: tuple[RouteKind, ...] = ("images", "videos", "speech")
+
+# The variant's current instance count, sent by the local SageMaker hosting (omnireel_local.sagemaker_hosting) on its
+# requests to the container: one emulator process plays every instance (``capacity``). Defined here because the local
+# stack (.venv, no Starlette) imports this module and not the app.
+INSTANCE_COUNT_HEADER = "x-omnireel-instance-count"
 
 ALL_MODELS = "*"
 DEFAULT_MODELS: dict[RouteKind, str] = {
@@ -104,6 +112,7 @@ class EmulatorConfig(BaseModel):
     max_video_pixels: int = Field(default=1920 * 1088, gt=0)
     max_video_frames: int = Field(default=481, gt=0)
     video_sync_timeout_s: float = Field(default=600.0, gt=0)
+    concurrency_per_instance: int = Field(default=1, ge=1, le=1000)
 
     def served_kinds(self) -> frozenset[RouteKind]:
         if self.routes is not None:
@@ -150,6 +159,7 @@ class EmulatorConfig(BaseModel):
             ("OMNIREEL_EMULATOR_WS_IDLE_TIMEOUT_S", "ws_idle_timeout_s"),
             ("OMNIREEL_EMULATOR_MAX_GENERATED_IMAGE_SIZE", "max_generated_image_size"),
             ("VLLM_OMNI_VIDEO_SYNC_TIMEOUT", "video_sync_timeout_s"),
+            ("OMNIREEL_EMULATOR_CONCURRENCY_PER_INSTANCE", "concurrency_per_instance"),
         ):
             if value := env.get(env_name):
                 data[field] = value

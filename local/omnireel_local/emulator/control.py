@@ -7,7 +7,10 @@
 - ``GET /_emulator/stats``: per-route-kind counters (requests and outcomes), per-path response status counts, and
   ``service_times``: ``[path, status, started, finished, body_sha256]`` (epoch seconds; the hex SHA-256 of the request
   body as received, before any JSON-to-multipart conversion) of the last 2,000 POSTs.
-- ``DELETE /_emulator/stats``: reset the counters.
+  ``concurrency``: per gated route kind (images, videos), ``capacity`` (per instance x instances, as last seen),
+  ``in_flight`` and ``waiting`` now, ``peak_in_flight`` and ``peak_waiting`` since the last reset, ``started``,
+  ``waited`` and ``abandoned`` (``capacity``).
+- ``DELETE /_emulator/stats``: reset the counters (the peaks restart from what is in flight and waiting now).
 """
 
 from __future__ import annotations
@@ -48,10 +51,17 @@ async def put_config(request: Request) -> Response:
     return JSONResponse(_config_json(request))
 
 
+def _stats(request: Request) -> dict:
+    state = get_state(request)
+    return {**state.injector.stats(), "concurrency": state.gate.stats()}
+
+
 async def get_stats(request: Request) -> Response:
-    return JSONResponse(get_state(request).injector.stats())
+    return JSONResponse(_stats(request))
 
 
 async def reset_stats(request: Request) -> Response:
-    get_state(request).injector.reset_stats()
-    return JSONResponse(get_state(request).injector.stats())
+    state = get_state(request)
+    state.injector.reset_stats()
+    state.gate.reset()
+    return JSONResponse(_stats(request))

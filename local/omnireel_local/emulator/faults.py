@@ -105,10 +105,15 @@ class FaultInjector:
             self.service_times.clear()
 
 
-async def apply_http_faults(decision: Decision, failure_prefix: str) -> None:
-    """Run the emulated model time and raise for throttle / error / hang. Returns normally for ok and malformed."""
+def raise_if_throttled(decision: Decision) -> None:
+    """A throttle answers at once: it neither waits for nor takes a slot of the container (``capacity``)."""
     if decision.outcome == "throttle":
         raise EmulatorError(429, "Too many requests: injected throttle (emulator)")
+
+
+async def apply_http_faults(decision: Decision, failure_prefix: str) -> None:
+    """Run the emulated model time and raise for throttle / error / hang. Returns normally for ok and malformed."""
+    raise_if_throttled(decision)
     if decision.latency_s > 0:
         await asyncio.sleep(decision.latency_s)
     if decision.outcome == "error":

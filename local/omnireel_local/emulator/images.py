@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from .artwork import encode_image, render_prompt_image
 from .config import EmulatorConfig
 from .errors import EmulatorError
-from .faults import apply_http_faults
+from .faults import apply_http_faults, raise_if_throttled
 from .state import get_state, json_request, require_kind
 
 DEFAULT_SIZE = (1024, 1024)
@@ -94,12 +94,14 @@ async def generate_images(request: Request) -> Response:
     check_image_size(config, width, height)
     seed = req.seed if req.seed is not None else state.injector.random_seed()
     decision = state.injector.decide(config, "images", req.num_inference_steps)
-    started = time.perf_counter()
-    await apply_http_faults(decision, "Image generation failed")
-    rendered = await asyncio.to_thread(_render_all, req, seed, width, height)
+    raise_if_throttled(decision)
+    async with state.gate.slot("images", config.concurrency_per_instance, request):  # waits while the GPU is busy
+        started = time.perf_counter()
+        await apply_http_faults(decision, "Image generation failed")
+        rendered = await asyncio.to_thread(_render_all, req, seed, width, height)
+        elapsed = time.perf_counter() - started
     if decision.malformed:
         rendered = [MALFORMED_IMAGE for _ in rendered]
-    elapsed = time.perf_counter() - started
     if req.response_format == "file":
         return _file_response(rendered, req.output_format)
     return JSONResponse(

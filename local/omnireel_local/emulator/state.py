@@ -1,4 +1,4 @@
-"""Per-app mutable state: the live config, the fault injector and the async video job store."""
+"""Per-app mutable state: the live config, the fault injector, the async video job store and the capacity gate."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection, Request
 
+from .capacity import CapacityGate
 from .config import EmulatorConfig, RouteKind
 from .errors import EmulatorError, validation_error
 from .faults import FaultInjector
@@ -26,6 +27,7 @@ class EmulatorState:
     config: EmulatorConfig
     injector: FaultInjector
     video_jobs: JobStore
+    gate: CapacityGate = field(default_factory=CapacityGate)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def replace_config(self, config: EmulatorConfig) -> None:

@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response
 
 from .artwork import render_prompt_image
 from .errors import EmulatorError, error_body, validation_error
-from .faults import Decision, apply_http_faults
+from .faults import Decision, apply_http_faults, raise_if_throttled
 from .state import EmulatorState, get_state, media_type, require_kind
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_NUM_FRAMES, DEFAULT_FPS = 832, 480, 81, 24
@@ -334,13 +334,21 @@ async def create_video_sync(request: Request) -> Response:
     require_kind(state, "videos")
     params = resolve_params(parsed.request, state)
     decision = state.injector.decide(state.config, "videos", parsed.request.num_inference_steps)
+    raise_if_throttled(decision)
     timeout = state.config.video_sync_timeout_s
-    started = time.perf_counter()
+    timing: dict[str, float] = {}
+
+    async def gated() -> bytes:
+        # The server's timeout covers the wait for the GPU too (the request is queued in its engine meanwhile).
+        async with state.gate.slot("videos", state.config.concurrency_per_instance, request):
+            timing["started"] = time.perf_counter()
+            return await _generate(state, parsed, params, decision)
+
     try:
-        content = await asyncio.wait_for(_generate(state, parsed, params, decision), timeout=timeout)
+        content = await asyncio.wait_for(gated(), timeout=timeout)
     except TimeoutError as exc:
         raise EmulatorError(504, f"Video generation timed out after {timeout:g}s") from exc
-    elapsed = time.perf_counter() - started
+    elapsed = time.perf_counter() - timing["started"]
     return Response(
         content,
         media_type="video/mp4",
