@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from omnireel_client import Batch
 
 MAX_API_JOBS = 1000
+LAMBDA_MAX_REQUEST_BYTES = 6 * 1024 * 1024  # a Lambda request: the API's event, the body inside it
+API_EVENT_HEADROOM = 64 * 1024  # the event's other fields: headers, request context
 
 
 def submit_file(target: Target, file: Path, *, via_api: bool, key: str | None = None) -> dict[str, Any]:
@@ -42,9 +44,46 @@ def submit_file(target: Target, file: Path, *, via_api: bool, key: str | None = 
             raise UsageError(f"{file}:{number}: not JSON ({exc}); drop the file instead to get a failed job") from exc
     if len(jobs) > MAX_API_JOBS:
         raise UsageError(f"POST /batches takes at most {MAX_API_JOBS} jobs ({len(jobs)}): drop the file instead")
+    # Inside the Lambda event the body is a JSON string (its quotes escaped): over Lambda's 6 MB the API answers 413,
+    # so such a file goes through POST /batches/uploads (a presigned PUT, no S3 credentials needed) instead.
+    if len(json.dumps(json.dumps({"jobs": jobs}))) + API_EVENT_HEADROOM > LAMBDA_MAX_REQUEST_BYTES:
+        return upload_file(target, file)
     with calling(target, "the batch was not accepted"):
         batch = target.api_client.submit_batch(jobs, idempotency_key=new_idempotency_key())
     return {**batch.raw, "source": "api", "idempotency_key": batch.idempotency_key}
+
+
+def upload_file(target: Target, file: Path, timeout: float = 60) -> dict[str, Any]:
+    """``POST /batches/uploads``, then the file PUT to the presigned URL with plain HTTP; returns once the batch exists
+    (the inbox function made it from the upload), or raises with why the file was refused."""
+    import urllib.error
+    import urllib.request
+
+    from omnireel_client import NotFoundError
+
+    data = file.read_bytes()
+    with calling(target, "the batch upload was not accepted"):
+        answer = target.api_client.transport.request("POST", "/batches/uploads", {"size": len(data)}, ok=(201,)).body
+    upload = answer["upload"]
+    if not str(upload["url"]).startswith(("https://", "http://")):
+        raise InfraError(f"the API answered an upload URL that is not http(s): {str(upload['url'])[:80]!r}")
+    request = urllib.request.Request(upload["url"], data=data, method=upload["method"], headers=upload["headers"])  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310 - the API's presigned URL
+            response.read()
+    except urllib.error.HTTPError as exc:
+        raise InfraError(f"the upload of {file} was refused: HTTP {exc.code} {exc.read()[:300]!r}") from exc
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with calling(target, f"cannot read batch {answer['batch_id']}"):
+            try:
+                batch = target.api_client.batch(answer["batch_id"])
+                return {**batch.raw, "upload_id": answer["upload_id"]}
+            except NotFoundError:
+                pass  # not made yet: the inbox function has not read the file
+        time.sleep(0.5)
+    raise InfraError(f"batch {answer['batch_id']} did not appear within {timeout:.0f} s of the upload (a file that is "
+                     "no batch becomes a failed job: omnireel jobs --status failed)")  # fmt: skip
 
 
 def batch_of_dropped(target: Target, uri: str, version_id: str | None, timeout: float) -> str:

@@ -21,8 +21,10 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
+from omnireel.aws.batch_uploads import BatchUploads
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.progress import batch_view
+from omnireel.batches.uploads import start_upload
 from omnireel.core.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.core.caller import caller_scope
 from omnireel.core.errors import (
@@ -62,6 +64,12 @@ publisher = adapters.event_publisher(settings)
 batch_store = adapters.batch_store(settings) if settings.batches_table else None
 batches = BatchIntake(batch_store, adapters.batch_queue(settings)) if batch_store and settings.batch_queue_url else None
 master_key = adapters.webhook_master_key(settings)
+# POST /batches/uploads: presigned PUTs to the inbox bucket's prompts/uploads/ (reservations in the batches table).
+uploads = (
+    BatchUploads(settings.batches_table, settings.inbox_bucket, settings.job_ttl_days)
+    if batches and settings.batches_table and settings.inbox_bucket
+    else None
+)
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
@@ -185,6 +193,46 @@ def webhook_secret() -> Response:
     return Response(200, content_types.APPLICATION_JSON, body, headers={"Cache-Control": "no-store"})
 
 
+def _json_object(what: str) -> dict:
+    body = _body()
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest(what)
+    return data
+
+
+def _batch_webhook(data: dict) -> str | None:
+    """batch.completed's webhook, if any: checked as a job's (omnireel.webhooks.target)."""
+    webhook = data.get("webhook")
+    if webhook is not None:
+        if not isinstance(webhook, str):
+            raise InvalidRequest("webhook: must be an https:// URL")
+        try:
+            check_webhook_url(webhook)
+        except ValueError as exc:
+            raise InvalidRequest(f"webhook: {exc}") from None
+        check_webhook_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
+    return webhook
+
+
+@app.post("/batches/uploads")
+def create_batch_upload() -> Response:
+    """A batch larger than a Lambda request (6 MB): a presigned PUT URL for the JSONL file (``batches.uploads``),
+    which then runs as a dropped file owned by this caller."""
+    if uploads is None:
+        raise BatchNotFound("batch uploads are not enabled on this stack", code="NotFound")
+    usage = 'send {"size": the JSONL file\'s exact bytes} (and optionally "webhook": a URL for batch.completed)'
+    data = _json_object(usage)
+    if "size" not in data or not set(data) <= {"size", "webhook"}:
+        raise InvalidRequest(usage)
+    answer = start_upload(owner=_caller(), size=data["size"], webhook=_batch_webhook(data), uploads=uploads)
+    metrics.add_metric(name="batch_uploads_issued", unit=MetricUnit.Count, value=1)
+    return Response(201, content_types.APPLICATION_JSON, answer, headers={"Cache-Control": "no-store"})
+
+
 @app.post("/batches")
 def create_batch() -> Response:
     if batches is None:
@@ -197,15 +245,7 @@ def create_batch() -> Response:
         raise InvalidRequest(f"the body is not JSON: {exc}") from None
     if not isinstance(data, dict) or "jobs" not in data or not set(data) <= {"jobs", "webhook"}:
         raise InvalidRequest('send {"jobs": [ ... ]} (and optionally "webhook": a URL for batch.completed)')
-    webhook = data.get("webhook")
-    if webhook is not None:  # batch.completed's webhook: checked as a job's (omnireel.webhooks.target)
-        if not isinstance(webhook, str):
-            raise InvalidRequest("webhook: must be an https:// URL")
-        try:
-            check_webhook_url(webhook)
-        except ValueError as exc:
-            raise InvalidRequest(f"webhook: {exc}") from None
-        check_webhook_target(webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
+    webhook = _batch_webhook(data)
     # InvalidRequest (400) and IdempotencyConflict (409) reach the exception handlers below.
     batch, created = batches.start_api_batch(
         data["jobs"], owner=_caller(), owner_arn=_caller_arn(), idempotency_key=key, webhook=webhook

@@ -11,6 +11,7 @@ never deleted.
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
+from omnireel.aws.batch_uploads import BatchUploads
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.intake import BatchIntake
 from omnireel.jobs.inbox import accept_inbox_object
@@ -30,6 +31,7 @@ batches = (
     if settings.batches_table and settings.batch_queue_url
     else None
 )
+uploads = BatchUploads(settings.batches_table) if settings.batches_table else None  # POST /batches/uploads
 
 
 @lambda_handler()
@@ -55,6 +57,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             default_video_steps=settings.default_video_steps,
             allow_loopback_http=settings.webhook_allow_loopback_http,
             batches=batches,
+            uploads=uploads,
         )
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
         results.append(outcome.as_dict())

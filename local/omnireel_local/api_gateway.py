@@ -12,6 +12,12 @@ As strict as API Gateway at the door:
 - The body: at most 10 MB (413 ``Request Entity Too Large``, decided from Content-Length or while reading chunks,
   never by buffering more); a missing or invalid Content-Length framing is a 400 JSON answer, not a dropped
   connection.
+- The Lambda proxy event: at most 6 MB (``LAMBDA_MAX_REQUEST_BYTES``, Lambda's synchronous request payload, the
+  event as JSON: a JSON body's quotes escaped, a binary body base64-encoded, the headers too). A request within
+  the 10 MB quota whose event is larger never reaches the function: 413 ``{"message": "Request Too Long"}`` (what API
+  Gateway answers a Lambda-proxy request over Lambda's limit; observed on a REST API -- HTTP API's exact wording is
+  unverified, docs/decisions.md). ``POST /batches`` is therefore at most ~6 MB; larger batches go through
+  ``POST /batches/uploads``.
 - Framing as RFC 9112 says (``framing``), so no request hides inside another (request smuggling): a
   Transfer-Encoding other than one final ``chunked`` is a 400 (501 for a coding before it the door does not
   implement, e.g. ``gzip, chunked``), as are Transfer-Encoding with Content-Length, Transfer-Encoding in HTTP/1.0,
@@ -50,6 +56,9 @@ log = logging.getLogger("omnireel_local.api")
 
 INTEGRATION_TIMEOUT_S = 30  # API Gateway's maximum integration timeout for HTTP APIs
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API quota "Payload size: 10 MB" (not adjustable)
+# Lambda Invoke, synchronous: "Request must be smaller than 6291456 bytes" (the Invoke reference's 6 MB). API Gateway
+# passes the whole proxy event as that request, so the effective body limit of a Lambda route is below 6 MB.
+LAMBDA_MAX_REQUEST_BYTES = 6 * 1024 * 1024
 CLIENT_TIMEOUT_S = 30  # a client that stops sending mid-request does not hold a thread forever
 # Delivered as text (isBase64Encoded false): these types only; form posts and missing types arrive base64-encoded.
 _TEXT = re.compile(r"^\s*(text/|application/(json|xml|javascript)\b)", re.IGNORECASE)
@@ -92,6 +101,12 @@ def framing(headers: Message, version: str) -> int | None:
     if len(set(lengths)) != 1 or not _DIGITS.match(lengths[0]):
         raise BadRequest(400, "Bad Request")
     return int(lengths[0])
+
+
+def lambda_payload_bytes(event: dict[str, Any]) -> int:
+    """The proxy event's size as Lambda counts an Invoke request: its JSON in UTF-8 bytes (characters as they are,
+    not the 6-byte ASCII escapes ``json.dumps`` writes by default)."""
+    return len(json.dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def _utf8(value: str) -> str:
@@ -223,6 +238,10 @@ class FrontDoor:
                 log.info("%s %s: refused (%s): %s", method, path, exc.error_type, exc.message)
                 return _message(exc.status, exc.message, **{"x-amzn-ErrorType": exc.error_type})
         event = self.event(method, target, headers, body, route, params, source_ip, principal)
+        size = lambda_payload_bytes(event)
+        if size > LAMBDA_MAX_REQUEST_BYTES:
+            log.info("%s %s: the Lambda event is %d bytes (over %d): 413", method, path, size, LAMBDA_MAX_REQUEST_BYTES)
+            return _message(413, "Request Too Long", **{"x-amzn-ErrorType": "BadRequestException"})
         started = time.monotonic()
         try:
             response = self._lambda.invoke(FunctionName=route.function_name, Payload=json.dumps(event).encode())

@@ -208,7 +208,9 @@ def test_a_thousand_maximum_length_jobs_through_the_front_door(stack: LocalStack
     file = tmp_path / "thousand.jsonl"
     file.write_text("\n".join(lines) + "\n")
     body_bytes = len(json.dumps({"jobs": [json.loads(line) for line in lines]}).encode())
-    assert 8_000_000 < body_bytes < 10 * 1024 * 1024  # the HTTP API's payload quota is the only bound left
+    # Over Lambda's 6 MB request (a POST /batches of it is 413 at the API): `batch --api` uploads the file through
+    # POST /batches/uploads instead (issue 33 item 7), and it runs as the caller's batch.
+    assert 6 * 1024 * 1024 < body_bytes < 10 * 1024 * 1024
     events = JobEvents(stack)
     try:
         result = stack.cli("batch", str(file), "--api", "--wait", "--json", "--timeout", str(TIMEOUT_S),
@@ -218,7 +220,7 @@ def test_a_thousand_maximum_length_jobs_through_the_front_door(stack: LocalStack
         received = events.until(_completed(batch["batch_id"], 1000), timeout=120)
     finally:
         events.close()
-    assert batch["source"] == "api"
+    assert "/prompts/uploads/" in batch["source"]
     check_batch(batch, received, total=1000, valid_lines=valid, reason="video.width")
 
 

@@ -36,6 +36,7 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   (GET /jobs/{id}), ``jobs.artifact_links`` (presigned links), ``events.progress`` (``job.image_ready``),
   ``batches.intake`` (start a batch), ``batches.fanout`` (split steps and lines -> jobs, backpressure),
   ``batches.progress`` (counts, manifest, batch.completed), ``batches.reconcile`` (lost events, stopped intakes),
+  ``batches.uploads`` (POST /batches/uploads: a presigned upload that runs as a dropped file),
   ``webhooks.dispatch`` (one queued event -> one recorded attempt), ``webhooks.signing`` (which secrets sign a
   delivery).
 - **Lambda runtime** (shared by the handlers in ``functions/``; -> models and rules, runtime): ``runtime.settings``

@@ -28,9 +28,11 @@ class BatchIntake:
         self.queue = queue
 
     def start_file_batch(
-        self, *, bucket: str, key: str, version: SourceVersion, size: int | None, natural_key: str, inbox: InboxStore
-    ) -> str:
-        """A dropped file version -> its batch id (``InvalidRequest`` for a file that is not a readable batch)."""
+        self, *, bucket: str, key: str, version: SourceVersion, size: int | None, natural_key: str, inbox: InboxStore,
+        owner: str | None = None, webhook: str | None = None,
+    ) -> str:  # fmt: skip
+        """A dropped file version -> its batch id (``InvalidRequest`` for a file that is not a readable batch).
+        ``owner``/``webhook``: a file uploaded through POST /batches/uploads (``batches.uploads``) is its caller's."""
         if size is not None and size > MAX_FILE_BYTES:
             raise InvalidRequest(f"the batch file is larger than {MAX_FILE_BYTES} bytes ({size})")
         data = inbox.read(bucket, key, MAX_FILE_BYTES, version)
@@ -41,7 +43,9 @@ class BatchIntake:
                 batch_id=batch_id_for(natural_key),
                 source=f"s3://{bucket}/{key}",
                 source_version=version,
+                owner=owner,
                 natural_key=natural_key,
+                webhook=webhook,
                 created_at=stamp,
                 updated_at=stamp,
                 total=total,

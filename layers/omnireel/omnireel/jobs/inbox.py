@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.batch_uploads import BatchUploads, Upload
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.batches.intake import BatchIntake
+from omnireel.batches.uploads import UPLOADS_PREFIX, upload_of
 from omnireel.core.bounded import bounded
 from omnireel.core.errors import InvalidRequest, SourceVersionGone
 from omnireel.jobs.job import JobError, JobStatus, SourceVersion
@@ -79,6 +81,7 @@ def accept_inbox_object(
     default_video_steps: int | None = None,
     allow_loopback_http: bool = False,
     batches: BatchIntake | None = None,
+    uploads: BatchUploads | None = None,
 ) -> InboxOutcome:
     """Turn the object version one S3 event names into a job: read exactly that version (never "the key's latest"),
     so an overwrite that lands before the read cannot make this job run the newer file's prompt."""
@@ -89,15 +92,20 @@ def accept_inbox_object(
         return InboxOutcome(key, "", "ignored", "a folder marker, not a file")
     source = f"s3://{bucket}/{key}"
     natural_key = inbox_natural_key(source, version, sequencer)
+    upload: Upload | None = None
     try:
         if not key.startswith(PREFIX):
             raise InvalidRequest(f"files must be under {PREFIX}")
+        if key.startswith(UPLOADS_PREFIX):  # POST /batches/uploads: the caller who reserved it owns it
+            upload = upload_of(key, uploads)
         if key.lower().endswith(BATCH_SUFFIX):
             if batches is None:
                 raise InvalidRequest("batch files (.jsonl) are not enabled here")
             batch_id = batches.start_file_batch(
-                bucket=bucket, key=key, version=version, size=size, natural_key=natural_key, inbox=inbox
-            )
+                bucket=bucket, key=key, version=version, size=size, inbox=inbox,
+                natural_key=upload.natural_key if upload else natural_key,
+                owner=upload.owner if upload else None, webhook=upload.webhook if upload else None,
+            )  # fmt: skip
             _tag(inbox, bucket, key, version, batch_id, "batch", None, id_tag="omnireel-batch-id")
             logger.info("inbox batch accepted", extra={"key": key, "batch_id": batch_id})
             return InboxOutcome(key, batch_id, "batch")
@@ -114,6 +122,7 @@ def accept_inbox_object(
             source_version=version,
             error=JobError(stage="accept", code=exc.code, message=reason),
             jobs=jobs,
+            owner=upload.owner if upload else None,  # an uploaded file that is no batch: its caller sees why
         )
         # Tag before the event goes out, so whoever receives job.failed finds the upload tagged too.
         if not isinstance(exc, SourceVersionGone):  # nothing of ours is left to tag

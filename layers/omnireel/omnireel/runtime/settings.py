@@ -73,6 +73,8 @@ class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     # Batches (POST /batches, .jsonl drops): unset disables them.
     batches_table: str | None = None
     batch_queue_url: str | None = None
+    # POST /batches/uploads: the inbox bucket its presigned PUTs go to (prompts/uploads/ only); unset disables uploads.
+    inbox_bucket: str | None = None
 
 
 class InboxSettings(ApiSettings, frozen=True, kw_only=True):
