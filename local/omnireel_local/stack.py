@@ -48,6 +48,23 @@ RELAY_START_TIMEOUT_S = 30.0
 RELAY_PATH = "/v1/audio/speech/stream"
 MAX_RESTARTS = 3  # per supervised child (container emulators, the relay) over the stack's lifetime
 SUPERVISED = ("emulator-", "relay")
+# Issue 34 item 9: how many generation requests one instance of each template model serves at once (the container's
+# own limit, emulator/capacity.py), from the template parameter that says so. Other models: the emulator's default, 1.
+EMULATOR_CONCURRENCY = {
+    "ImageModel": "ImageConcurrencyPerInstance",
+    "VideoModel": "VideoMaxConcurrentInvocationsPerInstance",
+}
+
+
+def emulator_concurrency(provisioned: Any) -> dict[str, dict[str, str]]:
+    """SageMaker model name -> the emulator environment setting its per-instance concurrency (EMULATOR_CONCURRENCY)."""
+    out: dict[str, dict[str, str]] = {}
+    for logical, parameter in EMULATOR_CONCURRENCY.items():
+        model = provisioned.physical.get(logical, {}).get("Attrs", {}).get("ModelName")
+        value = provisioned.parameters.get(parameter)
+        if model and value is not None:
+            out[model] = {"OMNIREEL_EMULATOR_CONCURRENCY_PER_INSTANCE": str(value)}
+    return out
 
 
 class Stack:
@@ -217,8 +234,9 @@ class Stack:
             f"starting {len(provisioned.models)} container emulator(s)" + (" and the TTS relay" if relay_wanted else "")
         )
         emulators = {}
+        concurrency = emulator_concurrency(provisioned)
         for model_name, env in provisioned.models.items():
-            emulators[model_name] = self._start_emulator(model_name, env)
+            emulators[model_name] = self._start_emulator(model_name, {**env, **concurrency.get(model_name, {})})
         # The relay starts alongside the emulators (it connects upstream per session, so it need not wait for them).
         relay = self._start_relay(provisioned.models, emulators) if relay_wanted else {}
         self.save()
