@@ -42,8 +42,6 @@ from omnireel.webhooks.target import (
     system_resolver,
 )
 
-WEBHOOK_ATTRIBUTE = "webhook"
-
 
 @dataclass(frozen=True)
 class QueuedEvent:
