@@ -228,7 +228,8 @@ def create_batch_upload() -> Response:
     data = _json_object(usage)
     if "size" not in data or not set(data) <= {"size", "webhook"}:
         raise InvalidRequest(usage)
-    answer = start_upload(owner=_caller(), size=data["size"], webhook=_batch_webhook(data), uploads=uploads)
+    answer = start_upload(owner=_caller(), owner_arn=_caller_arn(), size=data["size"], webhook=_batch_webhook(data),
+                          uploads=uploads)  # fmt: skip
     metrics.add_metric(name="batch_uploads_issued", unit=MetricUnit.Count, value=1)
     return Response(201, content_types.APPLICATION_JSON, answer, headers={"Cache-Control": "no-store"})
 

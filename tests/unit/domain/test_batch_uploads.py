@@ -39,14 +39,14 @@ def uploads(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 
 def test_an_upload_is_reserved_for_its_caller_before_its_url_exists(uploads: BatchUploads) -> None:
-    answer = start_upload(owner=ALICE, size=1234, webhook=None, uploads=uploads)
+    answer = start_upload(owner=ALICE, owner_arn=ALICE, size=1234, webhook=None, uploads=uploads)
     url = urlsplit(answer["upload"]["url"])  # type: ignore[index]
     key = url.path.lstrip("/").removeprefix("inbox/")  # virtual-hosted (AWS) or path-style (a custom endpoint)
     assert key == f"prompts/uploads/{owner_digest(ALICE)}/{answer['upload_id']}.jsonl"
     query = parse_qs(url.query)
     assert query["X-Amz-Expires"] == [str(UPLOAD_SECONDS)] and "content-length" in query["X-Amz-SignedHeaders"][0]
     found = upload_of(key, uploads)
-    assert (found.owner, found.size, found.batch_id) == (ALICE, 1234, answer["batch_id"])
+    assert (found.owner, found.owner_arn, found.size, found.batch_id) == (ALICE, ALICE, 1234, answer["batch_id"])
     assert found.batch_id == batch_id_for(found.natural_key) and found.natural_key.startswith(f"api:{ALICE}:upload:")
 
 

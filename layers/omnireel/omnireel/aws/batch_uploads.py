@@ -26,6 +26,7 @@ UPLOAD_ITEM = "upload"
 class Upload(msgspec.Struct, kw_only=True, frozen=True):
     upload_id: str
     owner: str
+    owner_arn: str | None = None  # the caller's ARN when it asked, for people reading the record; never a key
     key: str  # the one S3 key the URL may put: prompts/uploads/<owner digest>/<upload id>.jsonl
     size: int  # the exact Content-Length the URL is signed for
     natural_key: str  # the batch's: api:<owner>:upload:<upload id>

@@ -29,7 +29,7 @@ class BatchIntake:
 
     def start_file_batch(
         self, *, bucket: str, key: str, version: SourceVersion, size: int | None, natural_key: str, inbox: InboxStore,
-        owner: str | None = None, webhook: str | None = None,
+        owner: str | None = None, owner_arn: str | None = None, webhook: str | None = None,
     ) -> str:  # fmt: skip
         """A dropped file version -> its batch id (``InvalidRequest`` for a file that is not a readable batch).
         ``owner``/``webhook``: a file uploaded through POST /batches/uploads (``batches.uploads``) is its caller's."""
@@ -44,6 +44,7 @@ class BatchIntake:
                 source=f"s3://{bucket}/{key}",
                 source_version=version,
                 owner=owner,
+                owner_arn=owner_arn,
                 natural_key=natural_key,
                 webhook=webhook,
                 created_at=stamp,

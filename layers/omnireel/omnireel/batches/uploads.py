@@ -35,14 +35,16 @@ def upload_key(owner: str, upload_id: str) -> str:
     return f"{UPLOADS_PREFIX}{owner_digest(owner)}/{upload_id}.jsonl"
 
 
-def start_upload(*, owner: str, size: object, webhook: str | None, uploads: BatchUploads) -> dict[str, object]:
+def start_upload(
+    *, owner: str, size: object, webhook: str | None, uploads: BatchUploads, owner_arn: str | None = None
+) -> dict[str, object]:
     """Reserve an upload for ``owner`` and sign its URL. ``size``: the file's exact byte count, 1..MAX_FILE_BYTES."""
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_FILE_BYTES:
         raise InvalidRequest(f"size: the JSONL file's exact size in bytes, 1 to {MAX_FILE_BYTES} (10 MB)")
     upload_id = str(uuid.uuid4())
     natural_key = f"api:{owner}:upload:{upload_id}"
     expires = iso(now() + timedelta(seconds=UPLOAD_SECONDS))
-    upload = Upload(upload_id=upload_id, owner=owner, key=upload_key(owner, upload_id), size=size,
+    upload = Upload(upload_id=upload_id, owner=owner, owner_arn=owner_arn, key=upload_key(owner, upload_id), size=size,
                     natural_key=natural_key, batch_id=batch_id_for(natural_key), webhook=webhook,
                     expires_at_iso=expires)  # fmt: skip
     uploads.reserve(upload)  # before the URL exists: a file can never arrive for an unrecorded upload

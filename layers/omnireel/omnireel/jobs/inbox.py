@@ -105,6 +105,7 @@ def accept_inbox_object(
                 bucket=bucket, key=key, version=version, size=size, inbox=inbox,
                 natural_key=upload.natural_key if upload else natural_key,
                 owner=upload.owner if upload else None, webhook=upload.webhook if upload else None,
+                owner_arn=upload.owner_arn if upload else None,
             )  # fmt: skip
             _tag(inbox, bucket, key, version, batch_id, "batch", None, id_tag="omnireel-batch-id")
             logger.info("inbox batch accepted", extra={"key": key, "batch_id": batch_id})
