@@ -148,3 +148,20 @@ def test_a_post_batches_over_lambda_s_6_mb_is_refused_at_the_door(stack: LocalSt
     # the line failed later, or a 400 -- anything but the door's 413).
     small = json.dumps({"jobs": [{"prompt": "x" * 1000}]}).encode()
     assert door.request("POST", "/batches", small, [("Content-Type", "application/json")]).status != 413
+
+
+def test_the_cli_sends_a_file_over_6_mb_through_an_upload(stack: LocalStack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`omnireel batch --api` of a file whose POST /batches would pass Lambda's 6 MB uses POST /batches/uploads (the
+    door would answer 413). 110 lines of ~60 KB, each a job whose prompt is over its limit: every line is a failed
+    job, so no model runs."""
+    line = json.dumps({"prompt": "y" * 60_000})
+    file = tmp_path / "big.jsonl"
+    file.write_text("\n".join([line] * 110) + "\n")
+    assert len(json.dumps(json.dumps({"jobs": [json.loads(line)] * 110}))) > LAMBDA_MAX_REQUEST_BYTES
+    result = stack.cli("batch", str(file), "--api", "--wait", "--json", "--timeout", str(BATCH_TIMEOUT_S),
+                       timeout=BATCH_TIMEOUT_S + 30)  # fmt: skip
+    assert result.returncode == 1, result.stderr  # every line failed: exit 1
+    batch = json.loads(result.stdout)
+    assert "/prompts/uploads/" in batch["source"], batch
+    assert batch["status"] == "completed"
+    assert (batch["counts"]["total"], batch["counts"]["rejected"]) == (110, 110), batch["counts"]
