@@ -1,6 +1,7 @@
 """Issue 28 item 2: the CLI has no second implementation of the API client. Derived from the code: no module of
 ``omnireel_cli`` signs requests (botocore's SigV4 signer, ``execute-api``) or makes HTTP requests of its own, except
-``ui.py``'s streaming of presigned artifact URLs (S3, not the API); every API call goes through ``omnireel_client``."""
+``ui.py``'s streaming of presigned artifact URLs and ``batches.py``'s PUT of a batch file to its presigned upload URL
+(S3, not the API); every API call goes through ``omnireel_client``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import omnireel_cli
 CLI = Path(omnireel_cli.__file__).parent
 HTTP_MODULES = {"urllib.request", "http.client", "httpx", "requests", "botocore.auth", "botocore.awsrequest"}
 # module -> what it may import of HTTP_MODULES, and why
-ALLOWED = {"ui.py": {"urllib.request"}}  # streams presigned S3 URLs of artifacts to the page (Range passed through)
+ALLOWED = {
+    "ui.py": {"urllib.request"},  # streams presigned S3 URLs of artifacts to the page (Range passed through)
+    "batches.py": {"urllib.request"},  # PUTs a file to the presigned S3 URL POST /batches/uploads answered (S3)
+}
 
 
 def _imports(path: Path) -> set[str]:
