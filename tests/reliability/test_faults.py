@@ -1,8 +1,9 @@
 """Fault-injection suite, short version (issue 6 item 1): every accepted job ends in exactly one terminal event.
 
 One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 12 fault phases of 3 jobs each
-(bench/reliability.py has the phases, the invariant check and the long version). Seeded; bounded: each phase has a
-deadline, the whole run takes about 70 s on 2 cores.
+(bench/reliability.py has the phases, the invariant check and the long version), the hostile consumers, and slow DNS
+with BatchSubmit crashes and timeouts (bench/batch_faults.py: every accepted batch completes, counts adding up; about
+100 s of the run). Seeded; bounded: each phase has a deadline.
 """
 
 from __future__ import annotations
@@ -138,3 +139,19 @@ def test_slow_trickling_hanging_failing_and_unresolvable_receivers_get_every_eve
     # Duplicates only where the receiver answered after the sender's deadline, never from another record's failure.
     assert not hostile.duplicates.get("other"), "\n".join(hostile.duplicate_details)
     assert hostile.ok
+
+
+# ---------------------------------------------------------------- slow DNS, BatchSubmit crashes and timeouts (issue 33)
+def test_every_accepted_batch_completes_under_slow_dns_and_batch_submit_crashes(result: RunResult) -> None:
+    faults = result.batch_faults
+    assert faults is not None, "the batch faults phase did not run"
+    assert not faults.unfinished, [(b.name, b.status, b.counts) for b in faults.batches]
+    assert not faults.bad_counts, faults.bad_counts
+    for batch in faults.batches:  # one terminal event per line's job, none missing
+        assert faults.events_per_batch.get(batch.batch_id) == batch.total, (batch.name, faults.events_per_batch)
+    # Slow lines fail with the bounded lookup's reason; BatchSubmit answered before its (lowered) Timeout every time.
+    assert not faults.bad_reasons, faults.bad_reasons
+    assert faults.timeouts == 0
+    # The faults really happened: invocations killed, and a chunk that was dead-lettered had its lines failed.
+    assert faults.crashes >= 2
+    assert faults.dead_lettered_lines >= 1
