@@ -6,6 +6,7 @@ cannot drift: an example added to the page runs here too (and must say what it p
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,12 +154,19 @@ def test_the_receiver_picks_up_a_rotation_without_a_restart(quick_key_pickup: No
                                                             receiver: tuple[int, list[str]], venv: Path,
                                                             stack: LocalStack, tmp_path: Path) -> None:  # fmt: skip
     """Issue 33 item 3: the receiver of docs/client.md, started before the rotation, verifies a delivery signed with
-    the new key only (``rotate --grace-hours 0``, as for a leaked key): it reads the secret again by itself."""
+    the new key only (``rotate --grace-hours 0``, as for a leaked key, once the old key has stopped signing): it reads
+    the secret again by itself."""
     port, lines = receiver
-    before = stack.cli("webhooks", "secret", check=True).stdout.strip()
+
+    def view() -> dict[str, Any]:
+        return dict(json.loads(stack.cli("webhooks", "secret", "--json", check=True).stdout))
+
+    before = view()["secret"]
     stack.cli("webhooks", "rotate", "--grace-hours", "0", check=True)
-    wait_for(lambda: stack.cli("webhooks", "secret", check=True).stdout.strip() != before, 30,
-             "the API to serve the rotated secret")  # fmt: skip
+    # The old key may sign alone until every function has read the rotation (item 9); from previous_until, only the
+    # new one does. A delivery made after that cannot verify with the secret the receiver read at its start.
+    wait_for(lambda: (v := view())["secret"] != before and v["previous_secret"] is None, 120,
+             "the old key to stop signing")  # fmt: skip
     output = _run(venv, stack, tmp_path, _examples()["send_to_receiver"], {"PORT": str(port)})
     job_id = re.search(r"submitted ([0-9a-f-]{36})", output)[1]  # type: ignore[index]
     # A delivery that arrives less than refresh_interval_s after the receiver's first read is refused (401) and
