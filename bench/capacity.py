@@ -28,16 +28,19 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "layers" / "omnireel"))
 
 from bench.report import machine, table, today, write_section  # noqa: E402
+from omnireel.usage.prices import PRICES_AS_OF, price_per_hour  # noqa: E402  (the one price table)
 
 # ---------------------------------------------------------------------------------- inputs (all overridable)
 IMAGE_MODEL_S = 4.7  # warm FLUX.2-klein 1024x1024, ml.g6.xlarge (AWS sample's run)
 VIDEO_MODEL_S = 8.9  # Wan2.1-VACE 480x320, 17 frames, 30 steps, ml.g6e.xlarge (AWS sample's run)
 IMAGE_HOLD_OVERHEAD_S = 0.1  # assumed: real-time invocation overhead + PNG/base64 encode in the container
 VIDEO_HOLD_OVERHEAD_S = 0.5  # assumed: async wrapper fetches the ~47 KB request from S3, writes the MP4, notifies
-PRICE_IMAGE_PER_H = 1.01  # ml.g6.xlarge SageMaker hosting, us-east-1 on-demand, approximate - check the pricing page
-PRICE_VIDEO_PER_H = 2.33  # ml.g6e.xlarge SageMaker hosting, us-east-1 on-demand, approximate - check the pricing page
+# The price table a job's usage estimate reads too (layers/omnireel/omnireel/usage/prices.py: source and date there).
+PRICE_IMAGE_PER_H = price_per_hour("ml.g6.xlarge") or 0.0
+PRICE_VIDEO_PER_H = price_per_hour("ml.g6e.xlarge") or 0.0
 PROVISION_S = 520.0  # the sample's video endpoint reached InService in 8 min 40 s; scale-out from 0 is of that order
 ALARM_DELAY_S = 120.0  # HasBacklogWithoutCapacity alarm (60 s period) + step-scaling reaction
 IDLE_TIMEOUT_S = 900.0  # target-tracking scale-in needs ~15 min of empty backlog before 1 -> 0
@@ -353,8 +356,16 @@ def build_report(args: argparse.Namespace) -> str:
                 f"{args.video_s} s + {VIDEO_HOLD_OVERHEAD_S} s = {s_vid:.1f} s",
                 "AWS sample (Wan2.1-VACE, 17 frames, 30 steps, ml.g6e.xlarge); overhead assumed",
             ],
-            ["ml.g6.xlarge", f"${args.price_image:.2f}/h", "approx. us-east-1 on-demand hosting (2025); **check**"],
-            ["ml.g6e.xlarge", f"${args.price_video:.2f}/h", "approx. us-east-1 on-demand hosting (2025); **check**"],
+            [
+                "ml.g6.xlarge",
+                f"${args.price_image:.2f}/h",
+                f"approx. us-east-1 on-demand hosting ({PRICES_AS_OF}; omnireel/usage/prices.py); **check**",
+            ],
+            [
+                "ml.g6e.xlarge",
+                f"${args.price_video:.2f}/h",
+                f"approx. us-east-1 on-demand hosting ({PRICES_AS_OF}; omnireel/usage/prices.py); **check**",
+            ],
             [
                 "instances per endpoint",
                 f"fewest c with M/M/c mean wait <= {MAX_MEAN_WAIT:g} x service time",

@@ -195,6 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--cursor", help="start at this next_cursor of an earlier listing")
     listing.add_argument("--json", action="store_true", help="print the API's JSON page(s)")
 
+    usage = commands.add_parser(
+        "usage", parents=[target], help="your usage per day (GET /usage); --all: every caller's (operators)",
+        description="Your own jobs' usage per UTC day: jobs by outcome, model seconds, estimated cost (an estimate: "
+        "no idle instances, storage, Lambda, Step Functions, data transfer), and your pending jobs against "
+        "CallerMaxPendingJobs. --all reads every caller's from the stack's usage table with your own AWS "
+        "credentials (dynamodb:Scan on it; no API route shows other callers).",
+    )  # fmt: skip
+    usage.add_argument("--from", dest="from_date", help="first UTC day, YYYY-MM-DD (default: 30 days before --to)")
+    usage.add_argument("--to", dest="to_date", help="last UTC day, YYYY-MM-DD (default: today); at most 366 days")
+    usage.add_argument("--all", action="store_true", help="every caller (operators: reads the usage table)")
+    usage.add_argument("--json", action="store_true", help="print JSON")
+
     cancel = commands.add_parser(
         "cancel", parents=[target], help="cancel a job (DELETE /jobs/{id}); a queued video render still runs",
         description="Stop a job you submitted: its execution stops and it ends `cancelled` with one job.cancelled "
@@ -490,6 +502,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_usage(args: argparse.Namespace) -> int:
+    from . import usage
+
+    target = _target(args)
+    report = (usage.all_usage if args.all else usage.own_usage)(target, args.from_date, args.to_date)
+    print(json.dumps(report, indent=2) if args.json else "\n".join(usage.describe(report)))
+    return 0
+
+
 def cmd_cancel(args: argparse.Namespace) -> int:
     job = jobs.cancel(_target(args), args.job_id)
     cancellation = job.cancellation
@@ -709,6 +730,7 @@ COMMANDS = {
     "status": cmd_status,
     "events": cmd_events,
     "jobs": cmd_jobs,
+    "usage": cmd_usage,
     "webhooks": cmd_webhooks,
     "cancel": cmd_cancel,
     "batch": cmd_batch,

@@ -233,6 +233,15 @@ class Client:
     def batch(self, batch_id: str) -> Batch:
         return Batch(self, batch_id, "").refresh()
 
+    # ---------------------------------------------------------------- usage
+    def usage(self, from_date: str | None = None, to_date: str | None = None) -> dict[str, Any]:
+        """``GET /usage``: this caller's own usage per UTC day (``from_date``/``to_date`` as YYYY-MM-DD, both
+        included; default the last 30 days), its totals, its pending jobs and its limit (``CallerMaxPendingJobs``).
+        The costs are estimates (docs/operations.md, "Usage")."""
+        query = {k: v for k, v in (("from", from_date), ("to", to_date)) if v}
+        path = "/usage" + ("?" + urllib.parse.urlencode(query) if query else "")
+        return dict(self.transport.request("GET", path).body)
+
     # ---------------------------------------------------------------- webhooks
     def webhook_secret(self) -> WebhookSecret:
         """``GET /webhooks/secret``: this caller's own secret (it signs the deliveries of this caller's jobs only)."""

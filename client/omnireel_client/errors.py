@@ -50,6 +50,13 @@ class ConflictError(ApiError):
     """409: the idempotency key was used for another request, or the job had already ended."""
 
 
+class RateLimitedError(ApiError):
+    """429: e.g. ``TooManyPendingJobs`` (the caller has CallerMaxPendingJobs jobs not finished yet), still refused after
+    the client's retries. ``retry_after_s``: the API's ``Retry-After`` (None if it sent none)."""
+
+    retry_after_s: float | None = None
+
+
 class ServerError(ApiError):
     """5xx after the client's retries (a 503 carries ``Retry-After``)."""
 
@@ -99,7 +106,7 @@ class JobFailedError(OmnireelClientError):
         self.job = job
 
 
-def api_error(status: int, body: Any) -> ApiError:
+def api_error(status: int, body: Any, retry_after_s: float | None = None) -> ApiError:
     """The exception for an error answer (``{"error": {"code", "message", "problems"?}}`` or API Gateway's
     ``{"message"}``)."""
     error = body.get("error") if isinstance(body, dict) else None
@@ -114,7 +121,11 @@ def api_error(status: int, body: Any) -> ApiError:
         code = "Forbidden" if status == 403 else "HttpError"
         message = str(body.get("message")) if isinstance(body, dict) and "message" in body else str(body)[:500]
         problems = ()
-    kind = {400: InvalidRequestError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError}.get(status)
+    kind = {400: InvalidRequestError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError,
+            429: RateLimitedError}.get(status)  # fmt: skip
     if kind is None:
         kind = ServerError if status >= 500 else ApiError
-    return kind(status, code, message, problems, body)
+    error = kind(status, code, message, problems, body)
+    if isinstance(error, RateLimitedError):
+        error.retry_after_s = retry_after_s
+    return error

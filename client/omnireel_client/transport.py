@@ -1,6 +1,7 @@
 """One signed HTTP exchange with the API, with bounded retries.
 
-Retried (with exponential backoff and jitter, honouring ``Retry-After`` up to ``MAX_RETRY_AFTER_S``): connection
+Retried (with exponential backoff and jitter, honouring ``Retry-After`` up to ``MAX_RETRY_AFTER_S``; a 429's up to
+``MAX_RATE_LIMIT_WAIT_S``, since the API's ``TooManyPendingJobs`` asks for longer than a 503 does): connection
 failures, timeouts, 429, 502, 503 and 504 -- but only for requests that are safe to repeat: ``GET``, ``DELETE`` (a
 cancel's repeat answers 409 "cancelled", which the client reads as done) and a ``POST`` that carries an
 ``Idempotency-Key`` (the API answers its repeat with the same job). Every attempt is signed afresh (a retry must not
@@ -31,6 +32,9 @@ from .signing import signed_headers
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 MAX_RETRY_AFTER_S = 10.0
+# A 429 (the caller's CallerMaxPendingJobs, issue 34): its Retry-After (30 s from the API) is honoured up to this per
+# pause; after the client's attempts it is a RateLimitedError whose ``retry_after_s`` says when to come back.
+MAX_RATE_LIMIT_WAIT_S = 60.0
 USER_AGENT = "omnireel-client/0.1"
 # What building a typed value from an answer of the wrong shape raises (a missing key, a list for an object...).
 SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
@@ -74,7 +78,7 @@ class Transport:
         its ``ApiError``, a 3xx ``RedirectError``, a body of another shape ``UnexpectedResponseError``."""
         reply = self.exchange(method, path, body, headers)
         if reply.status not in ok:
-            raise api_error(reply.status, reply.body)
+            raise api_error(reply.status, reply.body, retry_after_seconds(reply.header("Retry-After")))
         if not isinstance(reply.body, dict):
             raise UnexpectedResponseError(
                 f"{method} {path} answered {reply.status} with {_describe(reply)}, not the API's JSON object "
@@ -111,7 +115,7 @@ class Transport:
                     reply.status, reply.headers, reply.body, location,
                 )  # fmt: skip
             if reply.status in RETRYABLE_STATUS and not last:
-                self._pause(attempt, reply.header("Retry-After"))
+                self._pause(attempt, reply.header("Retry-After"), reply.status)
                 continue
             return reply
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
@@ -125,11 +129,19 @@ class Transport:
             with contextlib.closing(exc):
                 return Reply(exc.code, dict((exc.headers or {}).items()), _decode(exc.read()))
 
-    def _pause(self, attempt: int, retry_after: str | None) -> None:
+    def _pause(self, attempt: int, retry_after: str | None, status: int | None = None) -> None:
         delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random())  # jitter, not crypto
-        if retry_after and re.fullmatch(r"[0-9]{1,6}", retry_after.strip()):  # ASCII digits ("²".isdigit() is True)
-            delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER_S))
+        seconds = retry_after_seconds(retry_after)
+        if seconds is not None:
+            delay = max(delay, min(seconds, MAX_RATE_LIMIT_WAIT_S if status == 429 else MAX_RETRY_AFTER_S))
         time.sleep(delay)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` of delay-seconds (ASCII digits: "²".isdigit() is True); None for anything else."""
+    if value and re.fullmatch(r"[0-9]{1,6}", value.strip()):
+        return float(value)
+    return None
 
 
 def parse_answer(reply: Reply, build: Callable[[dict[str, Any]], T]) -> T:

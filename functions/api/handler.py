@@ -41,6 +41,7 @@ from omnireel.core.errors import (
     OmnireelError,
     PublishFailed,
     SigningKeyUnavailable,
+    TooManyPendingJobs,
     WebhookOwnerUnknown,
 )
 from omnireel.jobs.cancellation import cancel_job, cancellation_view
@@ -51,8 +52,10 @@ from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import check_webhook_url, parse_job_request_json
 from omnireel.jobs.submission import submit_job
 from omnireel.runtime.handler import lambda_handler
-from omnireel.runtime.observability import MetricUnit, metrics
+from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.runtime.settings import ApiSettings
+from omnireel.usage.limits import RETRY_AFTER_S, ratelimit_fields
+from omnireel.usage.report import parse_usage_query, usage_report
 from omnireel.webhooks.signing import secret_view
 from omnireel.webhooks.submit_check import check_webhook_target
 
@@ -64,6 +67,8 @@ publisher = adapters.event_publisher(settings)
 batch_store = adapters.batch_store(settings) if settings.batches_table else None
 batches = BatchIntake(batch_store, adapters.batch_queue(settings)) if batch_store and settings.batch_queue_url else None
 master_key = adapters.webhook_master_key(settings)
+# Per-caller accounting (omnireel.usage): the pending counters behind RateLimit and 429, and GET /usage's days.
+usage = adapters.usage_store(settings)
 # POST /batches/uploads: presigned PUTs to the inbox bucket's prompts/uploads/ (reservations in the batches table).
 uploads = (
     BatchUploads(settings.batches_table, settings.inbox_bucket, settings.job_ttl_days)
@@ -153,6 +158,16 @@ def _visible_job(job_id: str) -> Job:
     if job is None or (job.owner is not None and job.owner != _caller()):
         raise JobNotFound(f"no job with id {job_id}")
     return job
+
+
+@app.get("/usage")
+def get_usage() -> Response:
+    """The caller's own usage per UTC day (``from``/``to``, bounded), its pending jobs and its limit."""
+    if usage is None:
+        raise JobNotFound("usage accounting is not enabled on this stack", code="NotFound")
+    first, last = parse_usage_query(app.current_event.query_string_parameters)
+    report = usage_report(_caller(), first, last, store=usage, limit=settings.caller_max_pending_jobs)
+    return Response(200, content_types.APPLICATION_JSON, report, headers={"Cache-Control": "no-store"})
 
 
 @app.get("/jobs/<job_id>")
@@ -279,6 +294,7 @@ ERROR_STATUS: dict[type[OmnireelError], int] = {
     JobNotFound: 404,
     BatchNotFound: 404,
     IdempotencyConflict: 409,
+    TooManyPendingJobs: 429,  # CallerMaxPendingJobs: Retry-After, and the RateLimit fields say r=0
     JobFinished: 409,  # the cancel came after the job had ended: the body names its status
     ExecutionNameTaken: 500,  # the job is recorded but can never start under its name: failed now, the body names it
     BatchIntakeFailed: 503,  # the batch is recorded (GET /batches/{id} shows it) and ends completed either way
@@ -316,6 +332,8 @@ def domain_error(exc: OmnireelError) -> Response:
             error["problems_omitted"] = exc.problems_omitted
     body: dict[str, object] = {"error": error}
     headers: dict[str, str] = {"Retry-After": "5"} if status_of(exc) == 503 else {}
+    if isinstance(exc, TooManyPendingJobs):
+        headers["Retry-After"] = str(RETRY_AFTER_S)
     if isinstance(exc, JobFinished):
         body["status"] = exc.status
     elif isinstance(exc, ExecutionNameTaken):
@@ -338,4 +356,25 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if not ((((event.get("requestContext") or {}).get("authorizer") or {}).get("iam")) or {}).get("userId"):
         body = {"error": {"code": "MissingIdentity", "message": "the request has no IAM identity (sign it with SigV4)"}}
         return {"statusCode": 403, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
-    return app.resolve(event, context)
+    answer = app.resolve(event, context)
+    if usage is not None and _is_submission(event):
+        answer["headers"] = {**(answer.get("headers") or {}), **_ratelimit(answer.get("statusCode"))}
+    return answer
+
+
+def _is_submission(event: dict) -> bool:
+    http = (event.get("requestContext") or {}).get("http") or {}
+    return http.get("method") == "POST" and (event.get("rawPath") or http.get("path")) == "/jobs"
+
+
+def _ratelimit(status: object) -> dict[str, str]:
+    """Every POST /jobs answer says the caller's pending-jobs quota and what is left of it (IETF RateLimit fields,
+    omnireel.usage.limits): after a 429 nothing is left; otherwise the counter as it is now (one read)."""
+    assert usage is not None
+    limit = settings.caller_max_pending_jobs
+    try:
+        pending = limit if status == 429 else usage.pending(_caller())
+    except Exception:  # noqa: BLE001 - advice only: an answer is never failed for it (the policy still goes out)
+        logger.warning("pending count unavailable for the RateLimit field", exc_info=True)
+        pending = None
+    return ratelimit_fields(limit, pending)

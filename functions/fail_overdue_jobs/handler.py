@@ -12,12 +12,14 @@ from omnireel.jobs.deadline import fail_overdue_jobs
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import DeadlineSettings
+from omnireel.usage.heal import heal_pending_counters
 
 settings = DeadlineSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
 publisher = adapters.event_publisher(settings)
 workflow = adapters.workflow(settings)
+usage = adapters.usage_store(settings)  # the pending counters' heal (omnireel.usage.heal)
 
 
 @lambda_handler()
@@ -32,4 +34,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
     )
     if failed:
         metrics.add_metric(name="jobs_failed_by_deadline", unit=MetricUnit.Count, value=len(failed))
-    return {"failed": failed}
+    healed = heal_pending_counters(jobs=jobs, usage=usage) if usage is not None else {}
+    if healed:
+        metrics.add_metric(name="pending_counters_healed", unit=MetricUnit.Count, value=len(healed))
+    return {"failed": failed, "pending_counters_healed": len(healed)}

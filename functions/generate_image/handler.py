@@ -27,7 +27,12 @@ def handler(event: dict, context: LambdaContext) -> dict:
     logger.append_keys(job_id=step.job_id)
     with stage_duration("generate_image"):
         image = generate_image(
-            step.job_id, jobs=jobs, artifacts=artifacts, endpoint=endpoint, model_id=settings.image_model_id
+            step.job_id,
+            jobs=jobs,
+            artifacts=artifacts,
+            endpoint=endpoint,
+            model_id=settings.image_model_id,
+            instance_types=settings.image_instance_types.split(",") if settings.image_instance_types else None,
         )
     with stage_duration("stage_video_request"):
         staged = stage_video_request(
@@ -37,6 +42,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             artifacts=artifacts,
             model_id=settings.video_model_id,
             record_artifacts=image.artifacts,
+            record_fields={"metering": image.metering} if image.metering else None,
             request=image.request,
         )
     # As soon as the still and the request are stored (also on a retry that found them stored: published once,

@@ -6,15 +6,23 @@ not versioned), and the job id derives from that version: two uploads of one key
 prompt, and the same event delivered twice starts one execution. An unreadable file, or a version deleted before
 it was read, becomes a failed job with a ``job.failed`` event; the version is tagged with the job id and outcome,
 never deleted.
+
+A file whose caller is at ``CallerMaxPendingJobs`` (issue 34 item 5) waits: its S3 record goes to the inbox retry
+queue with a growing delay, and comes back here as an SQS record, until a place is free; after
+``BATCH_MAX_DEFERRAL_SECONDS`` of waiting it fails with the reason (its job.failed), never silently.
 """
+
+import json
+import time
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
 from omnireel.aws.batch_uploads import BatchUploads
+from omnireel.aws.inbox_retry import InboxRetryQueue
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.intake import BatchIntake
-from omnireel.jobs.inbox import accept_inbox_object
+from omnireel.jobs.inbox import accept_inbox_object, wait_delay
 from omnireel.jobs.job import SourceVersion
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
@@ -32,6 +40,7 @@ batches = (
     else None
 )
 uploads = BatchUploads(settings.batches_table) if settings.batches_table else None  # POST /batches/uploads
+retry = InboxRetryQueue(settings.inbox_retry_queue_url) if settings.inbox_retry_queue_url else None
 
 
 @lambda_handler()
@@ -39,7 +48,15 @@ def handler(event: dict, context: LambdaContext) -> dict:
     results = []
     # The S3 notification as a dict (Powertools' data classes would import every event type at cold start); the
     # key is still URL-encoded here, accept_inbox_object decodes it.
-    for record in event["Records"]:
+    for entry in event["Records"]:
+        record, attempt, first_waited_at = _s3_record(entry)
+        waited = int(time.time()) - first_waited_at if first_waited_at else 0
+        give_up = None
+        if retry is None or waited > settings.batch_max_deferral_seconds:
+            give_up = (
+                f"its caller had CallerMaxPendingJobs jobs pending for {waited} s after the file was dropped "
+                f"(it may wait {settings.batch_max_deferral_seconds} s: BatchMaxDeferralSeconds); drop it again"
+            )
         s3 = record["s3"]
         obj = s3["object"]
         outcome = accept_inbox_object(
@@ -58,7 +75,19 @@ def handler(event: dict, context: LambdaContext) -> dict:
             allow_loopback_http=settings.webhook_allow_loopback_http,
             batches=batches,
             uploads=uploads,
+            give_up_waiting=give_up,
         )
+        if outcome.status == "waiting" and retry is not None:
+            retry.wait(record, attempt=attempt + 1, first_waited_at=first_waited_at or int(time.time()),
+                       delay_s=wait_delay(attempt + 1))  # fmt: skip
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
         results.append(outcome.as_dict())
     return {"results": results}
+
+
+def _s3_record(entry: dict) -> tuple[dict, int, int | None]:
+    """(S3 record, waits so far, epoch of the first wait) of an S3 event record or of a waiting drop's SQS record."""
+    if entry.get("eventSource") != "aws:sqs":
+        return entry, 0, None
+    body = json.loads(entry["body"])
+    return body["record"], int(body["attempt"]), int(body["first_waited_at"])

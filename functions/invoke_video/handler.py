@@ -37,5 +37,6 @@ def handler(event: dict, context: LambdaContext) -> dict:
             artifacts=artifacts,
             invocation_timeout_seconds=settings.video_invocation_timeout_seconds,
             request_ttl_seconds=settings.video_request_ttl_seconds,
+            instance_type=settings.video_instance_type or None,
         )
     return {"job_id": step.job_id, "queued": True}

@@ -7,6 +7,8 @@ Folders are capabilities, so a feature is found by its folder:
 - ``batches/``: many requests in one submission: intake, fan-out, progress, the reconciler;
 - ``events/``: what consumers receive: the job events, ``job.image_ready``, ``batch.completed``;
 - ``webhooks/``: where a delivery may go, which secret signs it, each attempt;
+- ``usage/``: per-caller accounting: the pending-jobs limit, what a job used and an estimate of its cost, the one price
+  table, GET /usage;
 - ``media/``: the model containers' wire contracts: image and video requests, the reference image, output checks, the
   async notification;
 - ``core/``: shared by all of them: typed errors, bounded text, record structs, the caller scope;
@@ -23,7 +25,7 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``jobs.request``,
   ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``events.published``,
   ``media.image_request``, ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``,
-  ``media.video_request``, ``webhooks.secrets``.
+  ``media.video_request``, ``webhooks.secrets``, ``usage.limits``, ``usage.metering``, ``usage.prices``.
 - **adapters** (talk to the world outside the function; -> models and rules, adapters, ``runtime.observability``):
   every module of ``aws`` (thin botocore clients that speak the domain's language), ``webhooks.target`` (DNS: where a
   webhook may be sent) and ``webhooks.delivery`` (HTTP: one signed POST to a receiver).
@@ -38,7 +40,7 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``batches.progress`` (counts, manifest, batch.completed), ``batches.reconcile`` (lost events, stopped intakes),
   ``batches.uploads`` (POST /batches/uploads: a presigned upload that runs as a dropped file),
   ``webhooks.dispatch`` (one queued event -> one recorded attempt), ``webhooks.signing`` (which secrets sign a
-  delivery).
+  delivery), ``usage.report`` (GET /usage), ``usage.heal`` (the pending counters' recount).
 - **Lambda runtime** (shared by the handlers in ``functions/``; -> models and rules, runtime): ``runtime.settings``
   (typed environment), ``runtime.observability`` (Logger, Metrics), ``runtime.handler`` (every handler's decorator
   stack; a step's input, and its errors -> state machine errors).

@@ -128,3 +128,39 @@ def test_for_stack_without_the_output_or_the_stack_is_a_clear_error(monkeypatch)
             Client.for_stack("bare", "eu-west-1")
         with pytest.raises(CredentialsError, match="cannot read stack missing"):
             Client.for_stack("missing", "eu-west-1")
+
+
+# ---------------------------------------------------------------- issue 34 item 5: 429 TooManyPendingJobs
+TOO_MANY = {"error": {"code": "TooManyPendingJobs", "message": "2 of this caller's jobs are accepted and not finished"}}
+LIMITED = {"RateLimit-Policy": '"pending";q=2;qu="concurrent-requests"', "RateLimit": '"pending";r=0'}
+
+
+def test_a_submit_over_the_callers_limit_waits_the_retry_after_it_is_told_then_succeeds(api, monkeypatch) -> None:
+    """The API's 429 asks for 30 s: the client waits that long (not its 10 s cap for 5xx), once per refusal, with the
+    same Idempotency-Key, and the submit succeeds when a place is free."""
+    from omnireel_client import transport
+
+    url, script = api
+    script.answers = [(429, TOO_MANY, {"Retry-After": "30", **LIMITED}, 0), (202, ACCEPTED, {}, 0)]
+    pauses: list[float] = []
+    monkeypatch.setattr(transport.time, "sleep", pauses.append)
+    job = _client(url).submit("p")
+    assert job.job_id == ACCEPTED["job_id"]
+    assert len(script.seen) == 2 and len({s["headers"]["Idempotency-Key"] for s in script.seen}) == 1
+    pauses = [p for p in pauses if p]  # the scripted server's own sleep(0) goes through the same module
+    assert len(pauses) == 1 and 30 <= pauses[0] <= transport.MAX_RATE_LIMIT_WAIT_S
+
+
+def test_a_429_is_bounded_and_then_a_typed_error_with_its_retry_after(api, monkeypatch) -> None:
+    """A hostile Retry-After (a day) is capped; after the client's attempts the refusal is a RateLimitedError."""
+    from omnireel_client import RateLimitedError, transport
+
+    url, script = api
+    script.answers = [(429, TOO_MANY, {"Retry-After": "86400", **LIMITED}, 0)]
+    pauses: list[float] = []
+    monkeypatch.setattr(transport.time, "sleep", pauses.append)
+    with pytest.raises(RateLimitedError) as caught:
+        _client(url).submit("p")
+    assert caught.value.status == 429 and caught.value.code == "TooManyPendingJobs"
+    assert caught.value.retry_after_s == 86400
+    assert len(script.seen) == 4 and [p for p in pauses if p] == [transport.MAX_RATE_LIMIT_WAIT_S] * 3

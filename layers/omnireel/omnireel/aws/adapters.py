@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from omnireel.aws.event_publisher import EventPublisher
     from omnireel.aws.job_store import JobStore
     from omnireel.aws.secrets import WebhookMasterKey
+    from omnireel.aws.usage_store import UsageStore
     from omnireel.aws.workflow import Workflow
 
 
@@ -72,7 +73,14 @@ def _required(value: str | None, variable: str) -> str:
 def job_store(settings: _Jobs) -> JobStore:
     from omnireel.aws.job_store import JobStore
 
-    return JobStore(settings.jobs_table, settings.job_ttl_days)
+    # Accounting (omnireel.usage.limits): with a usage table, jobs count against their caller's CallerMaxPendingJobs.
+    usage_table = getattr(settings, "usage_table", None)
+    return JobStore(
+        settings.jobs_table,
+        settings.job_ttl_days,
+        usage_table=usage_table,
+        max_pending=getattr(settings, "caller_max_pending_jobs", 0) if usage_table else 0,
+    )
 
 
 def artifact_store(settings: _Artifacts) -> ArtifactStore:
@@ -117,3 +125,13 @@ def webhook_master_key(settings: _WebhookKey) -> WebhookMasterKey:
     from omnireel.aws.secrets import WebhookMasterKey
 
     return WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
+
+
+def usage_store(settings: object) -> UsageStore | None:
+    """The usage table's reads (pending counts, days), or None when this stack does not count (no USAGE_TABLE)."""
+    table = getattr(settings, "usage_table", None)
+    if not table:
+        return None
+    from omnireel.aws.usage_store import UsageStore
+
+    return UsageStore(table)

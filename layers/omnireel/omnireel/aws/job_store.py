@@ -11,10 +11,26 @@ from msgspec.structs import replace
 
 from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
-from omnireel.core.errors import JobConflict, JobNotFound
+from omnireel.aws.usage_store import (
+    CALLER_OPEN_JOBS_INDEX,
+    counter_decrement,
+    counter_increment,
+    day_update,
+)
+from omnireel.core.errors import JobConflict, JobNotFound, TooManyPendingJobs
 from omnireel.core.records import to_dict, to_json
-from omnireel.jobs.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, iso, now, open_shard_for
+from omnireel.jobs.job import (
+    OPEN_SHARDS,
+    Job,
+    JobStatus,
+    allowed_sources,
+    iso,
+    now,
+    open_shard_for,
+    parse_time,
+)
 from omnireel.jobs.request import JobRequest
+from omnireel.usage.metering import Metering, UsageRecord, job_usage
 
 
 def _to_item(job: Job) -> dict[str, Any]:
@@ -43,10 +59,23 @@ OWNER_JOBS_INDEX = "owner-jobs"
 _LIST_PAGES = 10  # queries per listing page when a status filter skips items: bounded work per request
 
 
+def _cancelled_by(exc: ClientError, index: int) -> bool:
+    """Did item ``index`` of a cancelled transaction fail its condition?"""
+    reasons = exc.response.get("CancellationReasons") or []
+    return len(reasons) > index and (reasons[index] or {}).get("Code") == "ConditionalCheckFailed"
+
+
 class JobStore:
-    def __init__(self, table_name: str, ttl_days: int = 30):
+    """``usage_table``/``max_pending``: with both, a job that counts against a caller (``counted_as``) takes one of its
+    ``max_pending`` places in the transaction that writes it and gives it back in the one that ends it; a job's end
+    also adds its usage to its caller's day (``omnireel.aws.usage_store``). Without them (a stack before issue 34's
+    accounting) jobs are written alone, as before."""
+
+    def __init__(self, table_name: str, ttl_days: int = 30, usage_table: str | None = None, max_pending: int = 0):
         self._table_name = table_name
         self._ttl_seconds = ttl_days * 86400
+        self._usage_table = usage_table
+        self._max_pending = max_pending
         # Created with the store, at the cold start of every function that builds one: they use it on every call, and
         # creating it on first use would only move its cost into the first call. The low-level client, not a boto3
         # Table resource (omnireel.aws.dynamodb_values).
@@ -59,7 +88,11 @@ class JobStore:
         """Insert ``job`` unless an item with its id exists; return (stored job, created?)."""
         update: dict[str, Any] = {"expires_at": int(time.time()) + self._ttl_seconds}
         update["open_shard"] = None if job.status.terminal else open_shard_for(job.job_id)
+        counted = bool(self._usage_table and self._max_pending and job.counted_as and not job.status.terminal)
+        update["counted_as"] = job.counted_as if counted else None
         job = replace(job, **update)
+        if counted:
+            return self._create_counted(job)
         try:
             self._ddb.put_item(
                 TableName=self._table_name,
@@ -71,6 +104,34 @@ class JobStore:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
         return self.get(job.job_id), False
+
+    def _create_counted(self, job: Job) -> tuple[Job, bool]:
+        """The job record and its caller's +1 in one transaction: over the limit nothing is written."""
+        assert self._usage_table and job.counted_as
+        put = {
+            "Put": {
+                "TableName": self._table_name,
+                "Item": to_attributes(_to_item(job)),
+                "ConditionExpression": "attribute_not_exists(job_id)",
+            }
+        }
+        increment = counter_increment(self._usage_table, job.counted_as, self._max_pending, job.created_at)
+        try:
+            self._ddb.transact_write_items(TransactItems=[put, increment])
+            return job, True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            if _cancelled_by(exc, 0):  # the job exists (a retry, an idempotent replay): it was counted then
+                return self.get(job.job_id), False
+            if _cancelled_by(exc, 1):
+                raise TooManyPendingJobs(
+                    f"{self._max_pending} of this caller's jobs are accepted and not yet finished "
+                    "(CallerMaxPendingJobs): retry when one of them has ended",
+                    caller=job.counted_as,
+                    limit=self._max_pending,
+                ) from None
+            raise
 
     def get(self, job_id: str) -> Job:
         item = self._ddb.get_item(TableName=self._table_name, Key=self._key(job_id), ConsistentRead=True).get("Item")
@@ -90,7 +151,18 @@ class JobStore:
         Re-entering the current stage is allowed (a retried step); going backwards or leaving a
         terminal state raises ``JobConflict``. The first time a status is entered is recorded.
         """
-        stamp = iso(now())
+        moment = now()
+        stamp = iso(moment)
+        current: Job | None = None
+        usage = UsageRecord()
+        if target.terminal:
+            # The job's usage is stored with its end, and a counted job gives its place back in the same transaction.
+            current = self.find(job_id)
+            if current is not None and not current.status.terminal:
+                usage = self._usage(current, moment, fields.get("metering"))
+                fields = {**fields, "usage": to_dict(usage, omit_none=True)}
+            else:
+                current = None  # unknown or already terminal: the conditional write below says which
         names = {"#status": "status", "#target": target.value}
         values: dict[str, Any] = {":target": target.value, ":now": stamp}
         sets = [
@@ -107,6 +179,8 @@ class JobStore:
             values[f":s{index}"] = source.value
         condition = "attribute_exists(job_id) AND #status IN (" + ", ".join(f":s{i}" for i in range(len(sources))) + ")"
         update = "SET " + ", ".join(sets) + (" REMOVE open_shard" if target.terminal else "")
+        if current is not None and current.counted_as and self._usage_table:
+            return self._finish_counted(job_id, target, current, usage, (update, condition, names, values), stamp)
         try:
             result = self._ddb.update_item(
                 TableName=self._table_name,
@@ -123,6 +197,73 @@ class JobStore:
             current = self.get(job_id)  # raises JobNotFound for an unknown id
             raise JobConflict(f"job {job_id} cannot move from {current.status.value} to {target.value}") from exc
         return _from_item(result["Attributes"])
+
+    @staticmethod
+    def _usage(job: Job, moment: Any, metering: dict[str, Any] | None) -> UsageRecord:
+        first = job.stage_times.get(JobStatus.GENERATING_IMAGE.value)
+        measured = msgspec.convert(metering, Metering) if metering is not None else job.metering
+        return job_usage(
+            created_at=parse_time(job.created_at),
+            first_stage_at=parse_time(first) if first else None,
+            ended_at=moment,
+            metering=measured,
+        )
+
+    def _finish_counted(
+        self,
+        job_id: str,
+        target: JobStatus,
+        current: Job,
+        usage: UsageRecord,
+        expression: tuple[str, str, dict[str, str], dict[str, Any]],
+        stamp: str,
+    ) -> Job:
+        """The terminal transition of a counted job, its caller's -1 and its day's usage: one transaction. The job's
+        condition (not terminal yet, still counted as this caller) makes the -1 and the day's sums exactly-once under
+        retries, duplicate events and racing ends."""
+        assert self._usage_table and current.counted_as
+        update, condition, names, values = expression
+        values = {**values, ":counted": current.counted_as}
+        job_update = {
+            "Update": {
+                "TableName": self._table_name,
+                "Key": self._key(job_id),
+                "UpdateExpression": update + (", " if " REMOVE " in update else " REMOVE ") + "counted_as",
+                "ConditionExpression": condition + " AND counted_as = :counted",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": to_attributes(values),
+            }
+        }
+        items = [
+            job_update,
+            counter_decrement(self._usage_table, current.counted_as, stamp),
+            day_update(self._usage_table, current.counted_as, stamp[:10], target.value, usage),
+        ]
+        try:
+            self._ddb.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "TransactionCanceledException" or not _cancelled_by(exc, 0):
+                raise
+            latest = self.get(job_id)
+            raise JobConflict(f"job {job_id} cannot move from {latest.status.value} to {target.value}") from exc
+        return self.get(job_id)
+
+    def count_open(self, caller: str) -> int:
+        """How many of ``caller``'s counted jobs are open, from the sparse ``caller-open-jobs`` index (eventually
+        consistent: the heal uses it only for a counter that has been quiet for a while)."""
+        kwargs: dict[str, Any] = {
+            "IndexName": CALLER_OPEN_JOBS_INDEX,
+            "KeyConditionExpression": "counted_as = :caller",
+            "ExpressionAttributeValues": to_attributes({":caller": caller}),
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            page = self._ddb.query(TableName=self._table_name, **kwargs)
+            total += int(page.get("Count", 0))
+            if "LastEvaluatedKey" not in page:
+                return total
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def open_before(self, cutoff: str, per_shard: int = 100) -> list[str]:
         """Ids of non-terminal jobs created before ``cutoff`` (ISO time): the oldest ``per_shard`` of each shard."""

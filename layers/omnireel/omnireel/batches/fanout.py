@@ -43,7 +43,7 @@ from omnireel.aws.workflow import Workflow
 from omnireel.batches.batch import MAX_FILE_BYTES, SPLIT_STEP_BYTES, Line, line_natural_key, split_lines
 from omnireel.batches.progress import Progress
 from omnireel.core.bounded import bounded
-from omnireel.core.errors import InvalidRequest, SourceVersionGone
+from omnireel.core.errors import InvalidRequest, SourceVersionGone, TooManyPendingJobs
 from omnireel.jobs.job import BatchRef, JobError, JobStatus, job_id_for
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import parse_job_request_json
@@ -203,7 +203,14 @@ class Fanout:
                                                                                   "line": line.number})  # fmt: skip
                 reason = f"could not be submitted: {type(exc).__name__} on every attempt"
                 result = "rejected" if self._reject(batch, line, reason) else self._fail_accepted(batch, line, reason)
-            if result == "deferred" and time.time() - queued_at > self.max_deferral_s:
+            if result == "over_limit":  # the owner is at CallerMaxPendingJobs: the line waits as for a slot
+                if time.time() - queued_at > self.max_deferral_s:
+                    reason = (f"its owner had CallerMaxPendingJobs jobs pending for {self.max_deferral_s} s "
+                              "(BatchMaxDeferralSeconds) after the line was queued")  # fmt: skip
+                    result = self._fail_accepted(batch, line, reason)
+                else:
+                    result = "deferred"
+            elif result == "deferred" and time.time() - queued_at > self.max_deferral_s:
                 # Bounded wait: the line fails with the reason rather than re-queueing for ever. The next lines still
                 # go through the normal path (a bad one fails with its own reason; a slot may have come free).
                 reason = (
@@ -273,16 +280,21 @@ class Fanout:
         if recorded is not None and recorded.get("submitted") != "accepted":
             return "already"
         # Holding a slot (now or from an earlier run that died before the start): make sure the job runs.
-        submit_job(
-            request,
-            source=batch.source,
-            source_version=batch.source_version,
-            natural_key=natural_key,
-            owner=batch.owner,
-            batch=ref,
-            jobs=self.jobs,
-            workflow=self.workflow,
-        )
+        try:
+            submit_job(
+                request,
+                source=batch.source,
+                source_version=batch.source_version,
+                natural_key=natural_key,
+                owner=batch.owner,
+                batch=ref,
+                jobs=self.jobs,
+                workflow=self.workflow,
+            )
+        except TooManyPendingJobs:
+            # A batch counts its lines as they are queued (issue 34 item 5): this one waits, holding its slot, and is
+            # submitted again with the chunk's next try (its line is recorded accepted: no slot is taken twice).
+            return "over_limit"
         return "accepted" if fresh else "already"
 
     def _reject(self, batch: Batch, line: Line, reason: str) -> bool:

@@ -84,6 +84,19 @@ class JobFinished(OmnireelError):
         self.status = status
 
 
+class TooManyPendingJobs(OmnireelError):
+    """The caller has ``limit`` jobs accepted and not yet terminal (``CallerMaxPendingJobs``): POST /jobs answers 429
+    with Retry-After; a dropped file and a batch line wait and are retried (omnireel.usage.limits)."""
+
+    code = "TooManyPendingJobs"
+    retryable = True
+
+    def __init__(self, message: str, *, caller: str, limit: int):
+        super().__init__(message)
+        self.caller = caller
+        self.limit = limit
+
+
 class NotJobOwner(OmnireelError):
     """A cancellation of a job the caller may see but did not submit (a dropped file's job has no owner)."""
 

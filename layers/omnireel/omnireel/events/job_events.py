@@ -15,6 +15,7 @@ import msgspec
 
 from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus, SourceVersion, iso, job_id_for
 from omnireel.jobs.request import JobRequest
+from omnireel.usage.metering import usage_view
 
 if TYPE_CHECKING:
     from omnireel.events.batch_events import BatchEvent
@@ -43,6 +44,19 @@ class EventTimings(msgspec.Struct, kw_only=True):
     total_s: float | None = None
 
 
+class EventUsage(msgspec.Struct, kw_only=True):
+    """What the job used (omnireel.usage.metering): model seconds, the instance types, an estimated cost."""
+
+    queue_seconds: float | None = None
+    image_seconds: float | None = None
+    video_seconds: float | None = None
+    instance_types: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    estimated_cost_usd: float | None = None  # null: an instance type that served it has no price in the table
+    unpriced_instance_types: list[str] = msgspec.field(default_factory=list)
+    prices_as_of: str | None = None
+    estimate: bool = True
+
+
 class JobEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The terminal event (title "omnireel job event" in its schema). Field descriptions: the schema."""
 
@@ -60,6 +74,7 @@ class JobEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timings: EventTimings
     error: JobError | None = None
     batch: BatchRef | None = None  # for a job of a batch: the batch id and the job's line
+    usage: EventUsage | None = None  # issue 34 item 8: null for records written before it
 
 
 class ImageArtifacts(msgspec.Struct, kw_only=True):
@@ -126,6 +141,7 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
         timings=EventTimings(**job.timings()),
         error=job.error,
         batch=job.batch,
+        usage=msgspec.convert(view, EventUsage) if (view := usage_view(job.usage)) else None,
     )
 
 

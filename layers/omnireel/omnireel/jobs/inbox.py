@@ -14,8 +14,8 @@ from omnireel.aws.workflow import Workflow
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.uploads import UPLOADS_PREFIX, upload_of
 from omnireel.core.bounded import bounded
-from omnireel.core.errors import InvalidRequest, SourceVersionGone
-from omnireel.jobs.job import JobError, JobStatus, SourceVersion
+from omnireel.core.errors import InvalidRequest, SourceVersionGone, TooManyPendingJobs
+from omnireel.jobs.job import JobError, JobStatus, SourceVersion, job_id_for
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import JobRequest, parse_job_request, parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job
@@ -31,7 +31,7 @@ BATCH_SUFFIX = ".jsonl"  # one job request per line: a batch (batch_intake.py), 
 class InboxOutcome:
     key: str
     job_id: str
-    status: str  # accepted | rejected | duplicate | ignored (folder markers)
+    status: str  # accepted | rejected | duplicate | ignored (folder markers) | waiting (its caller's pending limit)
     reason: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
@@ -82,6 +82,7 @@ def accept_inbox_object(
     allow_loopback_http: bool = False,
     batches: BatchIntake | None = None,
     uploads: BatchUploads | None = None,
+    give_up_waiting: str | None = None,
 ) -> InboxOutcome:
     """Turn the object version one S3 event names into a job: read exactly that version (never "the key's latest"),
     so an overwrite that lands before the read cannot make this job run the newer file's prompt."""
@@ -115,6 +116,19 @@ def accept_inbox_object(
         request = parse_inbox_file(key, inbox.read(bucket, key, MAX_FILE_BYTES, version), default_video_steps)
         if request.webhook:  # refused targets (SSRF checks) make a failed job, like any other bad request
             resolve_target(request.webhook, allow_loopback_http=allow_loopback_http)
+        try:
+            job, created = submit_job(
+                request, source=source, source_version=version, natural_key=natural_key, jobs=jobs, workflow=workflow
+            )
+        except TooManyPendingJobs as exc:
+            # Its caller (the inbox: omnireel.usage.limits) is at CallerMaxPendingJobs: the drop waits (the handler
+            # takes it again later) until it has waited ``give_up_waiting`` says too long: then it fails, with why.
+            if give_up_waiting:
+                raise InvalidRequest(give_up_waiting, code=exc.code) from None
+            job_id = job_id_for(natural_key)
+            _tag(inbox, bucket, key, version, job_id, "waiting", exc.message)
+            logger.info("inbox file waits for a pending place", extra={"key": key, "job_id": job_id})
+            return InboxOutcome(key, job_id, "waiting", exc.message)
     except InvalidRequest as exc:
         reason = bounded(exc.message)
         job = reject_submission(
@@ -139,9 +153,6 @@ def accept_inbox_object(
         )
         logger.warning("inbox file rejected", extra={"key": key, "job_id": job.job_id, "reason": reason})
         return InboxOutcome(key, job.job_id, "rejected", reason)
-    job, created = submit_job(
-        request, source=source, source_version=version, natural_key=natural_key, jobs=jobs, workflow=workflow
-    )
     _tag(inbox, bucket, key, version, job.job_id, "accepted", None)
     logger.info("inbox file accepted", extra={"key": key, "job_id": job.job_id, "new_job": created})
     return InboxOutcome(key, job.job_id, "accepted" if created else "duplicate")
@@ -162,3 +173,12 @@ def _tag(
         # S3 tag values: at most 256 characters of letters, digits, spaces and + - = . _ : / @
         tags["omnireel-reason"] = "".join(c if c.isalnum() or c in " +-=.:/@_" else " " for c in bounded(reason, 256))
     inbox.tag(bucket, key, version, tags)  # a courtesy: the job record and event are the truth
+
+
+WAIT_BASE_S = 15
+WAIT_MAX_S = 900  # SQS's longest DelaySeconds
+
+
+def wait_delay(attempt: int) -> int:
+    """How long a waiting drop waits before its next try: 15 s doubling to 15 min (``attempt`` counts from 1)."""
+    return min(WAIT_MAX_S, WAIT_BASE_S * 2 ** max(0, min(attempt - 1, 10)))

@@ -21,6 +21,7 @@ from msgspec.structs import force_setattr
 
 from omnireel.core.bounded import bounded
 from omnireel.jobs.request import JobRequest
+from omnireel.usage.metering import Metering, UsageRecord
 
 
 class JobStatus(StrEnum):
@@ -147,6 +148,11 @@ class Job(msgspec.Struct, kw_only=True):
     open_shard: str | None = None  # set while the job is not terminal: the key of the jobs table's open-jobs index
     image_ready_published_at: str | None = None  # when job.image_ready was published
     webhook_deliveries: dict[str, WebhookDelivery] = msgspec.field(default_factory=dict)  # event type -> state
+    # accounting (omnireel.usage): the caller this job counts against while it is not terminal (removed with the -1 of
+    # its terminal transition); what its stages measured; its usage once it ended
+    counted_as: str | None = None
+    metering: Metering | None = None
+    usage: UsageRecord | None = None
 
     @property
     def execution(self) -> str:

@@ -9,6 +9,7 @@ from omnireel.core.records import to_dict
 from omnireel.jobs.artifact_links import artifact_links
 from omnireel.jobs.job import Job
 from omnireel.jobs.request import DEFAULT_WEBHOOK_EVENTS
+from omnireel.usage.metering import usage_view
 
 
 def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[str, Any]:
@@ -26,6 +27,8 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "artifacts": to_dict(artifact_links(job, artifacts, presign_seconds), omit_none=True),
         "error": to_dict(job.error) if job.error else None,
         "webhook": _webhook_view(job),
+        # issue 34 item 8: what the finished job used, an estimate (null until it ends, and for older records)
+        "usage": usage_view(job.usage),
     }
 
 

@@ -48,6 +48,7 @@ def stage_video_request(
     model_id: str | None,
     record_artifacts: dict[str, str] | None = None,
     request: JobRequest | None = None,
+    record_fields: dict[str, object] | None = None,
 ) -> StagedRequest:
     """Build the /v1/videos/sync request from the still and stage it in S3 for InvokeEndpointAsync.
 
@@ -60,7 +61,8 @@ def stage_video_request(
     are built on a second thread while the staging transition is written (libvips releases the GIL), and used only
     if the transition succeeds.
     """
-    fields = {"artifacts": record_artifacts} if record_artifacts else {}
+    fields: dict[str, object] = {"artifacts": record_artifacts} if record_artifacts else {}
+    fields.update(record_fields or {})  # ``record_fields``: also written with the transition (the image's metering)
     building: Future[tuple[VideoReference, VideoRequestBody]] | None = None
     if png is not None and request is not None:
         building = side_thread().submit(_build, png, request, model_id)

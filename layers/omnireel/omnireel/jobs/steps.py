@@ -7,6 +7,7 @@ already recorded, and refuses to move a job backwards.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from omnireel.core.errors import (
 )
 from omnireel.core.records import to_dict
 from omnireel.events.progress import publish_image_ready
-from omnireel.jobs.job import Job, JobStatus
+from omnireel.jobs.job import Job, JobStatus, iso, now
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import JobRequest
 from omnireel.jobs.s3uri import S3Uri, image_key, video_key
@@ -35,6 +36,7 @@ from omnireel.media.image_request import image_request_body
 from omnireel.media.mp4 import BLOCK_BYTES, block_reader, check_mp4_boxes
 from omnireel.media.notification import AsyncInferenceNotification, InvocationStatus
 from omnireel.runtime.observability import logger
+from omnireel.usage.metering import Metering, video_ms_from_notification
 
 if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and its dependencies)
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,10 +62,18 @@ class GeneratedImage:
     # The job's artifacts with the image: written with the staging transition (one write instead of two).
     artifacts: dict[str, str] | None = None
     request: JobRequest | None = None  # the job's request as read here: staging builds the video request from it
+    # What the image call used (omnireel.usage.metering), written with the staging transition as ``artifacts`` is.
+    metering: dict[str, object] | None = None
 
 
 def generate_image(
-    job_id: str, *, jobs: JobStore, artifacts: ArtifactStore, endpoint: ImageEndpoint, model_id: str | None
+    job_id: str,
+    *,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    endpoint: ImageEndpoint,
+    model_id: str | None,
+    instance_types: list[str] | None = None,
 ) -> GeneratedImage:
     try:
         job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
@@ -78,10 +88,17 @@ def generate_image(
         logger.info("image already generated", extra={"job_id": job_id})
         return GeneratedImage(job.artifacts.image, None)
     request = require_request(job)
+    started = time.monotonic()
     png = endpoint.generate(image_request_body(request, model_id))
+    # ``instance_types``: the image endpoint config's (ImageInstanceTypes); the call's own duration is its model time.
+    measured = Metering(
+        image_ms=round((time.monotonic() - started) * 1000), image_instance_types=instance_types or None
+    )
     uri = str(artifacts.put(image_key(job_id), png, "image/png"))
     # Recorded by the staging transition that follows at once (a crash in between regenerates the image on retry).
-    return GeneratedImage(uri, png, to_dict(replace(job.artifacts, image=uri), omit_none=True), request)
+    return GeneratedImage(
+        uri, png, to_dict(replace(job.artifacts, image=uri), omit_none=True), request, to_dict(measured)
+    )
 
 
 def invoke_video(
@@ -96,6 +113,7 @@ def invoke_video(
     request_ttl_seconds: int,
     content_type: str | None = None,
     record_artifacts: dict[str, str] | None = None,
+    instance_type: str | None = None,
 ) -> None:
     """Store the task token with the job, then hand the staged request to the async endpoint.
 
@@ -121,7 +139,9 @@ def invoke_video(
             invocation_timeout_seconds=invocation_timeout_seconds,
             request_ttl_seconds=request_ttl_seconds,
         )
-        jobs.set_fields(job_id, async_invocation=to_dict(invocation, omit_none=True))
+        # Usage: the render's model time runs from this acceptance (``instance_type``: VideoInstanceType).
+        metering = replace(job.metering or Metering(), video_invoked_at=iso(now()), video_instance_type=instance_type)
+        jobs.set_fields(job_id, async_invocation=to_dict(invocation, omit_none=True), metering=to_dict(metering))
     callbacks.heartbeat(task_token)
 
 
@@ -226,6 +246,13 @@ def complete_video(
             publish_image_ready(
                 job.job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=presign_seconds
             )
+        # Usage: SageMaker's own measure (receivedTime -> eventTime) when the notification has it, else from the
+        # acceptance InvokeVideo recorded to now (omnireel.usage.metering).
+        metering = job.metering or Metering()
+        video_ms = video_ms_from_notification(notification.received_time, notification.event_time)
+        if video_ms is None and metering.video_invoked_at:
+            video_ms = video_ms_from_notification(metering.video_invoked_at, iso(now()))
+        metering = replace(metering, video_ms=metering.video_ms if metering.video_ms is not None else video_ms)
         # One write: the terminal transition records the video too (no separate artifact update, no re-read).
         finish_job(
             job.job_id,
@@ -236,7 +263,10 @@ def complete_video(
             publisher=publisher,
             presign_seconds=presign_seconds,
             job=job,
-            fields={"artifacts": to_dict(replace(job.artifacts, video=uri), omit_none=True)},
+            fields={
+                "artifacts": to_dict(replace(job.artifacts, video=uri), omit_none=True),
+                "metering": to_dict(metering),
+            },
         )
         answered = callbacks.succeed(token, {"job_id": job.job_id, "video": uri, "published": True})
         return "succeeded" if answered or job.status is JobStatus.RENDERING_VIDEO else "ignored"

@@ -19,6 +19,7 @@ from omnireel.jobs.job import (
     now,
 )
 from omnireel.jobs.request import JobRequest
+from omnireel.usage.limits import counted_as
 
 
 def submit_job(
@@ -57,8 +58,9 @@ def submit_job(
         updated_at=stamp,
         stage_times={JobStatus.ACCEPTED.value: stamp},
         execution_name=new_execution_name(job_id),
+        counted_as=counted_as(owner),  # its caller's pending place (CallerMaxPendingJobs), taken with the record
     )
-    job, created = jobs.create(candidate)
+    job, created = jobs.create(candidate)  # TooManyPendingJobs: the caller is at its limit, nothing was written
     if not created and job.request_fingerprint != candidate.request_fingerprint:
         raise IdempotencyConflict(f"this idempotency key was already used for a different request (job {job.job_id})")
     if job.status is JobStatus.ACCEPTED:

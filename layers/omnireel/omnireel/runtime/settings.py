@@ -47,6 +47,10 @@ class _EnvSettings(msgspec.Struct, frozen=True, kw_only=True):
 class JobStoreSettings(_EnvSettings, frozen=True, kw_only=True):
     jobs_table: str
     job_ttl_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 30
+    # Accounting (omnireel.usage): the usage table (per-caller pending counters, usage per day) and template.yaml
+    # CallerMaxPendingJobs. Unset: jobs are not counted (a stack before issue 34).
+    usage_table: str | None = None
+    caller_max_pending_jobs: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 100
 
 
 class ArtifactSettings(JobStoreSettings, frozen=True, kw_only=True):
@@ -78,7 +82,10 @@ class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
 
 
 class InboxSettings(ApiSettings, frozen=True, kw_only=True):
-    pass
+    # A drop over its caller's CallerMaxPendingJobs waits on this queue (unset: it fails at once, with the reason) ...
+    inbox_retry_queue_url: str | None = None
+    # ... at most this long (template.yaml BatchMaxDeferralSeconds: how long queued work may wait for a place).
+    batch_max_deferral_seconds: Annotated[int, msgspec.Meta(ge=1, le=1209600)] = 604800
 
 
 class BatchSettings(InboxSettings, frozen=True, kw_only=True):
@@ -104,12 +111,15 @@ class VideoSettings(ArtifactSettings, frozen=True, kw_only=True):
     # SageMaker: InvocationTimeoutSeconds <= 3600, RequestTTLSeconds 60..21600.
     video_invocation_timeout_seconds: Annotated[int, msgspec.Meta(ge=1, le=3600)] = 900
     video_request_ttl_seconds: Annotated[int, msgspec.Meta(ge=60, le=21600)] = 3600
+    video_instance_type: str = ""  # template.yaml VideoInstanceType: what a job's usage names and prices
 
 
 class ImageSettings(ArtifactSettings, frozen=True, kw_only=True):
     """GenerateImage: the image call, then the video request it stages (so both model ids); InvokeVideo queues it."""
 
     image_endpoint_name: str
+    # template.yaml ImageInstanceTypes, comma-separated (pools: priority order): what a job's usage names and prices
+    image_instance_types: str = ""
     job_events_topic_arn: str  # job.image_ready
     event_bus_name: str = "default"
     image_model_id: str = "black-forest-labs/FLUX.2-klein-4B"
