@@ -58,9 +58,9 @@ class DeadLetters:
     def _sqs(self) -> Any:
         return client("sqs")
 
-    def receive(self, *, max_calls: int = 10, hide_s: int = 300) -> list[tuple[str, dict[str, Any] | None]]:
+    def receive(self, *, max_calls: int = 10, hide_s: int = 60) -> list[tuple[str, dict[str, Any] | None]]:
         """Up to ``max_calls`` x 10 messages as (receipt handle, JSON body or None), each hidden ``hide_s`` seconds
-        so one run does not read it twice."""
+        so one run does not read it twice (``release`` shows one again at once)."""
         found: list[tuple[str, dict[str, Any] | None]] = []
         for _ in range(max_calls):
             messages = self._sqs.receive_message(
@@ -78,3 +78,7 @@ class DeadLetters:
 
     def delete(self, receipt: str) -> None:
         self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
+
+    def release(self, receipt: str) -> None:
+        """Visible again now: a message left for the operator keeps the queue's depth alarm firing."""
+        self._sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)

@@ -204,28 +204,40 @@ class Reconciler:
     # ------------------------------------------------------------ lost work items
     def _dead_letters(self, queue: DeadLetters, repairs: Repairs) -> set[str]:
         touched: set[str] = set()
-        for receipt, body in queue.receive():
-            kind = (body or {}).get("kind")
-            if kind not in ("lines", "split"):
-                continue  # a job event (counted from its job record) or something unknown: the operator's
-            assert body is not None
-            batch = self.store.find(str(body.get("batch_id")))
-            if batch is not None and kind == "lines":
-                reason = "its work item failed on every receive and was dead-lettered (see the batch_submit log)"
-                numbers = [Line.from_message(item).number for item in body.get("lines") or []]
-                failed = sum(1 for n in numbers if reject_line(self.failure, batch, n, reason, code="BatchLineLost"))
-                repairs.lines_lost += failed
-                if failed:
-                    repairs.details.append(f"{batch.batch_id}: dead-lettered chunk, {failed} line(s) failed")
-                    logger.warning("batch lines failed: their work item was dead-lettered",
-                                   extra={"batch_id": batch.batch_id, "failed_lines": failed})  # fmt: skip
-                touched.add(batch.batch_id)
-            elif batch is not None and not batch.split_done and batch.split_offset == int(body.get("offset", -1)):
-                message = (f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item failed "
-                           "on every receive and was dead-lettered)")  # fmt: skip
-                self._end_file_intake(batch, repairs, message)
-            repairs.dead_letters += 1
-            queue.delete(receipt)
+        left: list[str] = []
+        try:
+            for receipt, body in queue.receive():
+                if (body or {}).get("kind") not in ("lines", "split"):
+                    left.append(receipt)  # a job event (counted from its job record) or unknown: the operator's
+                    continue
+                assert body is not None
+                touched |= self._dead_letter(queue, receipt, body, repairs)
+        finally:
+            for receipt in left:  # visible again at once: the queue's depth alarm keeps showing them
+                queue.release(receipt)
+        return touched
+
+    def _dead_letter(self, queue: DeadLetters, receipt: str, body: dict, repairs: Repairs) -> set[str]:
+        """One dead-lettered work item: its unrecorded lines fail, or a split step still at the cursor ends the batch
+        there; then the message is deleted (a redrive would find nothing left to do)."""
+        touched: set[str] = set()
+        batch = self.store.find(str(body.get("batch_id")))
+        if batch is not None and body.get("kind") == "lines":
+            reason = "its work item failed on every receive and was dead-lettered (see the batch_submit log)"
+            numbers = [Line.from_message(item).number for item in body.get("lines") or []]
+            failed = sum(1 for n in numbers if reject_line(self.failure, batch, n, reason, code="BatchLineLost"))
+            repairs.lines_lost += failed
+            if failed:
+                repairs.details.append(f"{batch.batch_id}: dead-lettered chunk, {failed} line(s) failed")
+                logger.warning("batch lines failed: their work item was dead-lettered",
+                               extra={"batch_id": batch.batch_id, "failed_lines": failed})  # fmt: skip
+            touched.add(batch.batch_id)
+        elif batch is not None and not batch.split_done and batch.split_offset == int(body.get("offset", -1)):
+            message = (f"the batch file's splitter stopped at line {batch.split_line + 1} (its work item failed "
+                       "on every receive and was dead-lettered)")  # fmt: skip
+            self._end_file_intake(batch, repairs, message)
+        repairs.dead_letters += 1
+        queue.delete(receipt)
         return touched
 
     def _fail_unrecorded_lines(self, batch: Batch, repairs: Repairs) -> None:
