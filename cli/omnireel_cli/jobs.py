@@ -98,6 +98,13 @@ def describe(job: Job) -> list[str]:
         lines.append(f"  source {job.source} (version {version.get('version_id') or version.get('etag')})")
     if job.error:
         lines.append(f"  error: [{job.error.stage}] {job.error.code}: {job.error.message}")
+    usage = job.raw.get("usage")
+    if isinstance(usage, dict):  # issue 34 item 8: a finished job's usage, an estimate
+        cost = usage.get("estimated_cost_usd")
+        seconds = ", ".join(f"{k} {usage[f'{k}_seconds']} s" for k in ("queue", "image", "video")
+                            if usage.get(f"{k}_seconds") is not None)  # fmt: skip
+        price = f"~${cost:.4f} (estimate: model time only)" if isinstance(cost, int | float) else "cost not priced"
+        lines.append(f"  usage: {seconds}; {price}")
     return lines
 
 

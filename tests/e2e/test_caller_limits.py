@@ -192,3 +192,13 @@ def test_a_drop_over_the_limit_waits_and_then_runs(stack: LocalStack) -> None:
             break
         time.sleep(1)
     assert status == "succeeded", json.dumps(item)[:2000]
+
+    # Operators: `omnireel usage --all` reads every caller's days from the usage table with their own credentials
+    # (here the local developer's): the inbox's drops and both API callers of the other test are there.
+    result = stack.cli("usage", "--all", "--json", timeout=60)
+    assert result.returncode == 0, result.stderr
+    callers = {block["caller"]: block["totals"] for block in json.loads(result.stdout)["callers"]}
+    assert callers["inbox"]["succeeded"] >= LIMIT + 1, callers
+    assert len(callers) >= 3, callers  # A and B of the other test, and the inbox
+    own = stack.cli("usage", "--json", timeout=60)  # the developer's own (no job of its own: no days, limit shown)
+    assert own.returncode == 0 and json.loads(own.stdout)["max_pending_jobs"] == LIMIT, own.stderr

@@ -169,3 +169,16 @@ def test_usage_ranges_are_bounded_with_clear_errors() -> None:
     last = today - timedelta(days=MAX_RANGE_DAYS - 1)
     assert parse_usage_query({"from": last.isoformat(), "to": today.isoformat()}, today)[0] == last
     assert day_key("2026-12-04") == "day#2026-12-04"
+
+
+def test_a_job_ended_by_a_function_without_the_usage_table_is_healed_not_leaked(
+    stores: tuple[JobStore, UsageStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A function wired without USAGE_TABLE (a template mistake) still ends the job and takes it out of its caller's
+    open jobs; the heal then gives the place back."""
+    jobs, usage = stores
+    job, _ = _submit(jobs, "AIDAALICE", "x")
+    JobStore("jobs").transition(job.job_id, JobStatus.FAILED)
+    assert usage.pending("AIDAALICE") == 1 and jobs.count_open("AIDAALICE") == 0
+    monkeypatch.setattr(heal_module, "QUIET_S", -5)
+    assert heal_pending_counters(jobs=jobs, usage=usage) == {"AIDAALICE": 0}

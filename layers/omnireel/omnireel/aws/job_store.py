@@ -178,7 +178,8 @@ class JobStore:
         for index, source in enumerate(sources):
             values[f":s{index}"] = source.value
         condition = "attribute_exists(job_id) AND #status IN (" + ", ".join(f":s{i}" for i in range(len(sources))) + ")"
-        update = "SET " + ", ".join(sets) + (" REMOVE open_shard" if target.terminal else "")
+        # A terminal job leaves both sparse indexes (open jobs; its caller's open jobs, which the counters' heal reads).
+        update = "SET " + ", ".join(sets) + (" REMOVE open_shard, counted_as" if target.terminal else "")
         if current is not None and current.counted_as and self._usage_table:
             return self._finish_counted(job_id, target, current, usage, (update, condition, names, values), stamp)
         try:
@@ -228,7 +229,7 @@ class JobStore:
             "Update": {
                 "TableName": self._table_name,
                 "Key": self._key(job_id),
-                "UpdateExpression": update + (", " if " REMOVE " in update else " REMOVE ") + "counted_as",
+                "UpdateExpression": update,
                 "ConditionExpression": condition + " AND counted_as = :counted",
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": to_attributes(values),
