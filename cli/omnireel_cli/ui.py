@@ -169,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if (media := MEDIA_PATH.match(url.path)) is not None:
             if self._allowed(query.get("t")):
-                self._media(media["id"], media["name"])
+                self._media(media["id"], media["name"], download=query.get("download") == "1")
             return
         if not self._allowed(self.headers.get("X-Omnireel-Ui")):
             return
@@ -233,18 +233,21 @@ class Handler(BaseHTTPRequestHandler):
 
         self._api(cancel)
 
-    def _media(self, job_id: str, name: str) -> None:
+    def _media(self, job_id: str, name: str, download: bool = False) -> None:
         """Stream the job's image or video from its presigned URL (refreshed by the client when it has expired),
-        passing ``Range`` through so the video element can seek."""
-        from omnireel_client import OmnireelClientError
+        passing ``Range`` through so the video element can seek; ``download``: as an attachment with a file name."""
+        from omnireel_client import ApiError, OmnireelClientError
 
         try:
             job = self.server.target.api_client.job(job_id)
             artifact = job.artifacts.get(name)
             if artifact is not None and artifact.expired:
                 artifact = job.refresh().artifacts.get(name)
+        except ApiError as exc:  # the API's own answer: its status and code (Forbidden, Throttled, ...), not NotFound
+            self._error(exc.status, exc.code or "ApiError", exc.message)
+            return
         except OmnireelClientError as exc:
-            self._error(getattr(exc, "status", 502), "NotFound", str(exc))
+            self._error(502, "Unreachable", f"cannot ask the API for job {job_id}: {exc}")
             return
         if artifact is None or not artifact.url.startswith(("http://", "https://")):
             self._error(404, "NotFound", f"job {job_id} has no {name} (yet)")
@@ -265,6 +268,9 @@ class Handler(BaseHTTPRequestHandler):
                 if (value := upstream.headers.get(header)) is not None:
                     self.send_header(header, MEDIA_TYPES[name] if header == "Content-Type" else value)
             self.send_header("Cache-Control", "private, max-age=300")
+            if download:
+                extension = {"image": "png", "video": "mp4"}[name]
+                self.send_header("Content-Disposition", f'attachment; filename="{job_id}-{name}.{extension}"')
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 while chunk := upstream.read(MEDIA_CHUNK):

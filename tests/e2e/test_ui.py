@@ -92,6 +92,35 @@ def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_fo
             await cdp.eval("document.getElementById('video').play()", gesture=True)
             await cdp.wait_for("window.omnireelUi.video.played && document.getElementById('video').currentTime > 0", 30)
             found["video"] = json.loads(await cdp.eval("JSON.stringify(window.omnireelUi.video)"))
+            # Issue 37 item 4: every stage reached, with how long it took (also one shorter than a poll); the MP4 at
+            # its own aspect ratio; download links for what the job made; one column, no sideways scroll, at 420 px.
+            found["stages"] = json.loads(await cdp.eval(
+                "JSON.stringify([...document.querySelectorAll('#stages li')].map(li => [li.dataset.stage, "
+                "li.className, li.querySelector('small') ? Number(li.querySelector('small').dataset.ms) : null]))"
+            ))  # fmt: skip
+            found["video_box"] = json.loads(await cdp.eval(
+                "(() => { const v = document.getElementById('video'), r = v.getBoundingClientRect(); "
+                "return JSON.stringify({width: r.width, height: r.height, vw: v.videoWidth, vh: v.videoHeight}); })()"
+            ))  # fmt: skip
+            found["downloads"] = json.loads(await cdp.eval(
+                "JSON.stringify([...document.querySelectorAll('#downloads a')].map(a => [a.dataset.artifact, "
+                "a.getAttribute('download')]))"
+            ))  # fmt: skip
+            found["disposition"] = await cdp.eval(
+                "fetch(document.querySelector('#downloads a[data-artifact=video]').href)"
+                ".then(r => r.status + ' ' + r.headers.get('content-disposition'))"
+            )
+            found["layout"] = {}
+            for width in (420, 1000):
+                await cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
+                               mobile=False)  # fmt: skip
+                found["layout"][width] = json.loads(await cdp.eval(
+                    "(() => { const d = document.documentElement, form = document.querySelector('main > div'), "
+                    "job = document.getElementById('job'); return JSON.stringify({scroll: d.scrollWidth, "
+                    "client: d.clientWidth, formLeft: form.getBoundingClientRect().left, "
+                    "jobLeft: job.getBoundingClientRect().left}); })()"
+                ))  # fmt: skip
+            await cdp.call("Emulation.clearDeviceMetricsOverride")
 
             # A second job, cancelled from the page.
             await cdp.eval("document.getElementById('prompt').value = 'cancel me from the page'")
@@ -120,5 +149,19 @@ def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_fo
     video = found["video"]
     assert video["played"] and video["duration"] == pytest.approx(video["frames"] / video["fps"], abs=0.1), video
     assert found["note"]
+    stages = {stage: (css, ms) for stage, css, ms in found["stages"]}
+    for stage in ("accepted", "generating_image", "staging_video", "rendering_video"):
+        css, ms = stages[stage]
+        assert css == "done" and ms is not None and ms >= 0, found["stages"]
+    box = found["video_box"]
+    assert box["vw"] == 480 and box["vh"] == 320
+    assert box["width"] / box["height"] == pytest.approx(480 / 320, rel=0.02), box  # not letterboxed in a square
+    assert dict(found["downloads"]).keys() >= {"image", "video"}
+    assert all(name.endswith((".png", ".mp4", ".json")) for _, name in found["downloads"])
+    assert found["disposition"].startswith("200 attachment;") and ".mp4" in found["disposition"]
+    narrow, wide = found["layout"][420], found["layout"][1000]
+    assert narrow["scroll"] <= narrow["client"], narrow  # nothing scrolls sideways at 420 px
+    assert narrow["jobLeft"] == pytest.approx(narrow["formLeft"], abs=1), narrow  # one column
+    assert wide["jobLeft"] > wide["formLeft"] + 200, wide  # two columns
     assert found["batch"].startswith("2/2 done: 2 succeeded") and found["batch_counts"][-1] == 2
     assert found["errors"] == []

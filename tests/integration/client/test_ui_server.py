@@ -118,3 +118,20 @@ def test_the_client_sends_a_field_named_self_and_still_takes_prompt_by_name(api)
         {"prompt": "a kite", "self": 1, "seed": 3},
         {"prompt": "a boat", "seed": 4},
     ]
+
+
+@pytest.mark.parametrize(
+    ("status", "code"), [(403, "Forbidden"), (429, "Throttled"), (404, "NotFound"), (400, "InvalidRequest")]
+)
+def test_a_refused_media_request_says_the_apis_own_status_and_code(ui, status: int, code: str) -> None:
+    """Issue 37 item 4: the page's /media answered every refusal of the API as NotFound."""
+    server, script = ui
+    script.answers = [(status, {"error": {"code": code, "message": f"the API says {code}"}}, {}, 0)]
+    connection = _connect(server)
+    try:
+        got, body = _ask(connection, "GET", f"/media/{JOB_ID}/image?t={server.token}",
+                         {"Host": f"127.0.0.1:{server.port}"})  # fmt: skip
+    finally:
+        connection.close()
+    assert got == status and body["error"]["code"] == code
+    assert body["error"]["message"] == f"the API says {code}"
