@@ -1,5 +1,6 @@
 """The published event schemas, docs/events/*.v1.schema.json: job-event (``omnireel.events.job_events.JobEvent``),
-job-image-ready (``ImageReadyEvent``) and batch-event (``omnireel.events.batch_events.BatchEvent``).
+job-image-ready (``ImageReadyEvent``), job-queued (``QueuedEvent``) and batch-event
+(``omnireel.events.batch_events.BatchEvent``).
 
 They are the contract consumers validate against. They were generated from the pydantic models the events used to be;
 since the events became msgspec structs (docs/decisions.md) the files are kept as they were, byte for byte, and edited
@@ -25,14 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "omnireel"))
 
 from omnireel.events.batch_events import BatchEvent  # noqa: E402
-from omnireel.events.job_events import ImageReadyEvent, JobEvent  # noqa: E402
+from omnireel.events.job_events import ImageReadyEvent, JobEvent, QueuedEvent  # noqa: E402
 
 SCHEMA_PATH = ROOT / "docs" / "events" / "job-event.v1.schema.json"
 IMAGE_READY_SCHEMA_PATH = ROOT / "docs" / "events" / "job-image-ready.v1.schema.json"
 BATCH_SCHEMA_PATH = ROOT / "docs" / "events" / "batch-event.v1.schema.json"
+QUEUED_SCHEMA_PATH = ROOT / "docs" / "events" / "job-queued.v1.schema.json"
 EVENTS: dict[Path, type[msgspec.Struct]] = {
     SCHEMA_PATH: JobEvent,
     IMAGE_READY_SCHEMA_PATH: ImageReadyEvent,
+    QUEUED_SCHEMA_PATH: QueuedEvent,
     BATCH_SCHEMA_PATH: BatchEvent,
 }
 

@@ -20,8 +20,10 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
 from omnireel.aws.batch_uploads import BatchUploads
+from omnireel.aws.workflow import TaskCallbacks
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.progress import batch_view
 from omnireel.batches.uploads import start_upload
@@ -67,6 +69,8 @@ publisher = adapters.event_publisher(settings)
 batch_store = adapters.batch_store(settings) if settings.batches_table else None
 batches = BatchIntake(batch_store, adapters.batch_queue(settings)) if batch_store and settings.batch_queue_url else None
 master_key = adapters.webhook_master_key(settings)
+# admission (issue 34): a waiting job's queue position; a cancel takes the job out of the queue and frees its slots
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=TaskCallbacks())
 # Per-caller accounting (omnireel.usage): the pending counters behind RateLimit and 429, and GET /usage's days.
 usage = adapters.usage_store(settings)
 # POST /batches/uploads: presigned PUTs to the inbox bucket's prompts/uploads/ (reservations in the batches table).
@@ -173,7 +177,8 @@ def get_usage() -> Response:
 @app.get("/jobs/<job_id>")
 def get_job(job_id: str) -> Response:
     job = _visible_job(job_id)
-    return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds))
+    queue = gate.position(job) if job.waiting_entry else None
+    return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds, queue))
 
 
 @app.get("/jobs")
@@ -191,7 +196,7 @@ def delete_job(job_id: str) -> Response:
         raise NotJobOwner("a job made from a dropped file has no owner and cannot be cancelled")
     cancelled = cancel_job(
         job, jobs=jobs, workflow=workflow, artifacts=artifacts, publisher=publisher,
-        presign_seconds=settings.presign_seconds,
+        presign_seconds=settings.presign_seconds, gate=gate,
     )  # fmt: skip
     metrics.add_metric(name="jobs_cancelled", unit=MetricUnit.Count, value=1)
     return Response(200, content_types.APPLICATION_JSON, cancellation_view(cancelled))

@@ -1,6 +1,7 @@
 """Subscribed to the video endpoint's async success and error topics: answer the waiting task token.
 
-On success it also makes the job's terminal transition and publishes its one ``job.succeeded`` event (SNS +
+Either way the render's video slot is freed (admission: the next waiting job gets it). On success it also makes the
+job's terminal transition and publishes its one ``job.succeeded`` event (SNS +
 EventBridge) before answering, so the event leaves without another Step Functions hop (``steps.complete_video``).
 
 Routes on the notification body (``invocationStatus``), never on the topic ARN, so the same code
@@ -10,6 +11,7 @@ invocation, so Lambda's retries and then the on-failure destination keep it.
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
 from omnireel.aws.workflow import TaskCallbacks
 from omnireel.jobs.steps import complete_video
@@ -22,6 +24,7 @@ settings = PublishSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
 callbacks = TaskCallbacks()
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=callbacks)
 publisher = adapters.event_publisher(settings, eager=True)  # job.succeeded
 
 
@@ -41,6 +44,8 @@ def handler(event: dict, context: LambdaContext) -> dict:
             publisher=publisher,
             presign_seconds=settings.presign_seconds,
         )
+        # The render is over (success or error, also for a job cancelled meanwhile): its video slot is free.
+        gate.release(notification.inference_id, "video")
         metrics.add_metric(name=f"video_{outcome}", unit=MetricUnit.Count, value=1)
         results.append({"job_id": notification.inference_id, "outcome": outcome})
     return {"results": results}

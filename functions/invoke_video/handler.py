@@ -1,10 +1,13 @@
-"""InvokeVideo step (``.waitForTaskToken``): store the task token with the job, hand the request GenerateImage staged
+"""InvokeVideo step (``.waitForTaskToken``): take a video slot first (admission's fast path; not admitted: answer this
+task's own token with ``admitted: false`` and the state machine parks the job in WaitForVideoSlot), store the task
+token with the job, hand the request GenerateImage staged
 to the async endpoint (InvokeEndpointAsync, InferenceId = job id) and heartbeat. The state then waits for the render:
 async_result answers the token (or fails it).
 """
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
 from omnireel.aws.video_endpoint import VideoEndpoint
 from omnireel.aws.workflow import TaskCallbacks
@@ -19,6 +22,7 @@ jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
 endpoint = VideoEndpoint(settings.video_endpoint_name)
 callbacks = TaskCallbacks()
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=callbacks)
 
 
 @lambda_handler(stage="invoke_video")
@@ -27,6 +31,10 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if not step.task_token:
         raise StepError("InvalidStepInput", "invoke_video needs a task_token ($$.Task.Token)")
     logger.append_keys(job_id=step.job_id)
+    # The video slot is freed when the render's result arrives (async_result) or the job ends (publish_event).
+    if not gate.acquire(step.job_id, "video"):
+        callbacks.succeed(step.task_token, {"job_id": step.job_id, "admitted": False})
+        return {"job_id": step.job_id, "queued": False, "admitted": False}
     with stage_duration("invoke_video"):
         invoke_video(
             step.job_id,

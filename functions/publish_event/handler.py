@@ -1,8 +1,12 @@
-"""PublishSucceeded / RecordFailure steps: terminal transition + exactly one job event (SNS + EventBridge)."""
+"""PublishSucceeded / RecordFailure / RecordExpired steps: terminal transition + exactly one job event (SNS +
+EventBridge); the job then leaves admission (its waiting entry, any slot it still holds)."""
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from omnireel.admission.expiry import expire_job
+from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
+from omnireel.aws.workflow import TaskCallbacks
 from omnireel.core.errors import StepError
 from omnireel.jobs.job import JobStatus
 from omnireel.jobs.outcome import finish_job
@@ -14,7 +18,8 @@ settings = PublishSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
 publisher = adapters.event_publisher(settings, eager=True)  # every call publishes
-OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED}
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=TaskCallbacks())
+OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED, "expired": JobStatus.EXPIRED}
 
 
 @lambda_handler(stage="publish_event")
@@ -23,15 +28,26 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if step.outcome not in OUTCOMES:
         raise StepError("InvalidStepInput", f"outcome must be one of {sorted(OUTCOMES)}, got {step.outcome!r}")
     logger.append_keys(job_id=step.job_id)
-    published = finish_job(
-        step.job_id,
-        OUTCOMES[step.outcome],
-        step_error=step.error,
-        jobs=jobs,
-        artifacts=artifacts,
-        publisher=publisher,
-        presign_seconds=settings.presign_seconds,
-    )
+    if step.outcome == "expired":
+        published = expire_job(
+            step.job_id,
+            gate=gate,
+            jobs=jobs,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=settings.presign_seconds,
+        )
+    else:
+        published = finish_job(
+            step.job_id,
+            OUTCOMES[step.outcome],
+            step_error=step.error,
+            jobs=jobs,
+            artifacts=artifacts,
+            publisher=publisher,
+            presign_seconds=settings.presign_seconds,
+        )
+        gate.leave(jobs.get(step.job_id))
     if published is not None:
         metrics.add_metric(name=f"jobs_{published.status}", unit=MetricUnit.Count, value=1)
         if published.timings.total_s is not None:

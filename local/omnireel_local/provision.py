@@ -55,7 +55,7 @@ LOCAL_PARAMETERS = {
     "VideoCallbackTimeoutSeconds": "240",
     # Longer than any local execution can run with the values above (tests/unit/template checks the bound). A test
     # that wants the safety net sooner starts its own stack with `--parameter JobDeadlineSeconds=N`.
-    "JobDeadlineSeconds": "5400",
+    "JobDeadlineSeconds": "7800",
     # Webhooks: http:// to 127.0.0.1 for local receivers (`omnireel webhooks listen`), and the retry clock compressed
     # like the schedules' (first retry after 1 s instead of 30 s, then doubling).
     "WebhookAllowLoopbackHttp": "true",

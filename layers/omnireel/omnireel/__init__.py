@@ -5,6 +5,7 @@ Folders are capabilities, so a feature is found by its folder:
 - ``jobs/``: the request, the job record and its lifecycle, and every use case from submission to the terminal event
   (a dropped file, the pipeline's steps, staging, cancellation, listing, the deadline);
 - ``batches/``: many requests in one submission: intake, fan-out, progress, the reconciler;
+- ``admission/``: one fair queue in front of each model endpoint: slots, who is served next, the healing schedule;
 - ``events/``: what consumers receive: the job events, ``job.image_ready``, ``batch.completed``;
 - ``webhooks/``: where a delivery may go, which secret signs it, each attempt;
 - ``usage/``: per-caller accounting: the pending-jobs limit, what a job used and an estimate of its cost, the one price
@@ -21,7 +22,8 @@ exactly once, and fences the arrows (see ``docs/development.md``).
 
 - **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
   events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
-  ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``, ``core.sqs_text``, ``jobs.job``,
+  ``admission.metrics``, ``admission.pool``, ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``,
+  ``core.sqs_text``, ``jobs.job``,
   ``jobs.request``,
   ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``events.published``,
   ``media.image_request``, ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``,
@@ -39,6 +41,9 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``batches.intake`` (start a batch), ``batches.fanout`` (split steps and lines -> jobs, backpressure),
   ``batches.progress`` (counts, manifest, batch.completed), ``batches.reconcile`` (lost events, stopped intakes),
   ``batches.uploads`` (POST /batches/uploads: a presigned upload that runs as a dropped file),
+  ``admission.gate`` (acquire, wait, dispatch, release, heal: who may call a model endpoint), ``admission.expiry``
+  (a job not admitted within its max_queue_seconds ends expired),
+  ``webhooks.submit_check`` (the webhook check at submit, its DNS lookup bounded),
   ``webhooks.dispatch`` (one queued event -> one recorded attempt), ``webhooks.signing`` (which secrets sign a
   delivery), ``usage.report`` (GET /usage), ``usage.heal`` (the pending counters' recount).
 - **Lambda runtime** (shared by the handlers in ``functions/``; -> models and rules, runtime): ``runtime.settings``

@@ -112,6 +112,16 @@ class FakeVideoEndpoint:
         )
 
 
+class FakeInstances:
+    """Stands in for DescribeEndpoint's instances in service, per endpoint name (admission's capacity)."""
+
+    def __init__(self, image: int = 64, video: int = 64):
+        self.counts = {"image-endpoint": image, "video-endpoint": video}
+
+    def count(self, endpoint: str) -> int:
+        return self.counts.get(endpoint, 0)
+
+
 @dataclass
 class Context:
     function_name: str
@@ -154,6 +164,14 @@ class Pipeline:
             AttributeDefinitions=table["AttributeDefinitions"],
             KeySchema=table["KeySchema"],
             GlobalSecondaryIndexes=table["GlobalSecondaryIndexes"],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.admission_table = f"admission-{self.suffix}"
+        admission = template["Resources"]["AdmissionTable"]["Properties"]  # as deployed (issue 34)
+        self.ddb.create_table(
+            TableName=self.admission_table,
+            AttributeDefinitions=admission["AttributeDefinitions"],
+            KeySchema=admission["KeySchema"],
             BillingMode="PAY_PER_REQUEST",
         )
         self.success_topic = self.sns.create_topic(Name=f"video-ok-{self.suffix}")["TopicArn"]
@@ -199,6 +217,7 @@ class Pipeline:
         os.environ.update(
             {
                 "JOBS_TABLE": self.table,
+                "ADMISSION_TABLE": self.admission_table,
                 "ARTIFACTS_BUCKET": self.artifacts_bucket,
                 "STATE_MACHINE_ARN": self.state_machine,
                 "JOB_EVENTS_TOPIC_ARN": self.events_topic,
@@ -218,7 +237,17 @@ class Pipeline:
         self.video_endpoint = FakeVideoEndpoint(self.artifacts_bucket)
         self.handlers["generate_image"].endpoint = self.image_endpoint
         self.handlers["invoke_video"].endpoint = self.video_endpoint
+        # Admission: the endpoints' instances in service as DescribeEndpoint would say (capacity = instances x the
+        # per-instance concurrency); many by default, so a test that is not about admission never waits.
+        self.instances = FakeInstances()
+        for name in ("wait_for_slot", "heal_admission"):
+            self.handlers[name].gate.instances = self.instances
+        self.heal_admission()  # the pools exist before the first job, as once the schedule has run on a stack
         return self
+
+    def heal_admission(self) -> dict[str, Any]:
+        """One run of admission's healing schedule (EventBridge would invoke it every minute)."""
+        return self.handlers["heal_admission"].handler({}, Context("heal_admission"))
 
     def lambda_patch(self) -> Callable[..., tuple[str, bool, str]]:
         """Replacement for ``LambdaFunction._invoke_lambda``: run our handler in-process."""
@@ -353,7 +382,7 @@ class Pipeline:
         self, expect: int = 1, timeout: float = 10.0, *, progress: bool = False
     ) -> list[dict[str, Any]]:
         """Job events as a consumer subscribed to the job-events topic receives them (the terminal ones; with
-        ``progress`` also job.image_ready)."""
+        ``progress`` also job.image_ready and job.queued)."""
         events: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -364,7 +393,7 @@ class Pipeline:
                 envelope = json.loads(message["Body"])
                 event = json.loads(envelope["Message"])
                 event["_attributes"] = {k: v["Value"] for k, v in envelope.get("MessageAttributes", {}).items()}
-                if progress or event.get("event_type") != "job.image_ready":
+                if progress or event.get("event_type") not in ("job.image_ready", "job.queued"):
                     events.append(event)
                 self.sqs.delete_message(QueueUrl=self.events_queue, ReceiptHandle=message["ReceiptHandle"])
             if len(events) >= expect and not messages:

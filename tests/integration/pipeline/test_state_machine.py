@@ -342,7 +342,13 @@ def test_a_crash_after_the_image_state_staged_is_retried_without_a_second_model_
     assert len(pipeline.image_endpoint.calls) == 1
     assert len([c for c in pipeline.video_endpoint.calls if c["inference_id"] == job_id]) == 1
     assert "RuntimeError" in pipeline.history_errors(job_id)
-    assert _entered(pipeline, job_id) == ["GenerateImage", "InvokeVideo", "EventPublished", "JobSucceeded"]
+    assert _entered(pipeline, job_id) == [
+        "GenerateImage",
+        "ImageAdmitted",
+        "InvokeVideo",
+        "EventPublished",
+        "JobSucceeded",
+    ]
 
 
 def _history(pipeline, job_id) -> list[dict]:
@@ -385,7 +391,13 @@ def test_a_success_shows_each_stage_and_the_event_leaves_before_the_task_is_answ
     assert [name for name, _ in pipeline.invocations] == ["generate_image", "invoke_video", "async_result"]
     assert order == ["job.succeeded", "answer"]  # job.image_ready left with GenerateImage, before the render
     assert [e["event_type"] for e in pipeline.consumer_events()] == ["job.succeeded"]
-    assert _entered(pipeline, job_id) == ["GenerateImage", "InvokeVideo", "EventPublished", "JobSucceeded"]
+    assert _entered(pipeline, job_id) == [
+        "GenerateImage",
+        "ImageAdmitted",
+        "InvokeVideo",
+        "EventPublished",
+        "JobSucceeded",
+    ]
     # Each task state's start and end are in the history (its duration); GenerateImage ends before InvokeVideo starts.
     history = _history(pipeline, job_id)
     bounds = {

@@ -101,6 +101,7 @@ class JobRequest(BaseModel):
         default=None,
         description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
     )
+    max_queue_seconds: int | None = Field(default=None, ge=1, le=86400)
 
     @field_validator("webhook")
     @classmethod

@@ -14,7 +14,25 @@ def test_the_event_structs_have_the_published_schemas_shape():
     """Properties, required fields, defaults and closed objects, through every nested object
     (``scripts/event_schemas.py``)."""
     assert all_mismatches() == []
-    assert len(EVENTS) == 3
+    assert len(EVENTS) == 4
+
+
+def test_the_queued_and_expired_events_validate_against_their_schemas():
+    """Issue 34: job.queued (progress, only when a job waits) and job.expired (terminal: never admitted)."""
+    from omnireel.events.job_events import QueuePosition, build_queued_event
+    from scripts.event_schemas import QUEUED_SCHEMA_PATH
+
+    queued = build_queued_event(
+        _job(JobStatus.QUEUED), QueuePosition(kind="image", position=2, callers=3, enqueued_at="2026-11-29T12:00:01Z")
+    )
+    jsonschema.Draft202012Validator(json.loads(QUEUED_SCHEMA_PATH.read_text())).validate(json.loads(to_json(queued)))
+    expired = build_job_event(
+        _job(JobStatus.EXPIRED, error=JobError(stage="queue", code="QueueTimeExceeded", message="not admitted")),
+        EventArtifacts(),
+        now(),
+    )
+    jsonschema.Draft202012Validator(schema()).validate(json.loads(to_json(expired)))
+    assert (queued.event_type, expired.event_type, expired.status) == ("job.queued", "job.expired", "expired")
 
 
 def test_the_shape_check_finds_a_field_the_schema_lacks_and_a_changed_default():

@@ -5,7 +5,13 @@ from omnireel.jobs.request import parse_job_request
 
 
 def test_a_stage_can_be_reentered_but_never_left_backwards():
-    assert allowed_sources(JobStatus.GENERATING_IMAGE) == [JobStatus.ACCEPTED, JobStatus.GENERATING_IMAGE]
+    # queued is optional: entered only by a job that waits for its first slot (issue 34)
+    assert allowed_sources(JobStatus.GENERATING_IMAGE) == [
+        JobStatus.ACCEPTED,
+        JobStatus.QUEUED,
+        JobStatus.GENERATING_IMAGE,
+    ]
+    assert allowed_sources(JobStatus.QUEUED) == [JobStatus.ACCEPTED, JobStatus.QUEUED]
     assert allowed_sources(JobStatus.RENDERING_VIDEO) == [JobStatus.STAGING_VIDEO, JobStatus.RENDERING_VIDEO]
     assert JobStatus.RENDERING_VIDEO not in allowed_sources(JobStatus.STAGING_VIDEO)
     assert allowed_sources(JobStatus.SUCCEEDED) == [JobStatus.RENDERING_VIDEO]
@@ -15,6 +21,11 @@ def test_failed_is_reachable_from_every_live_state_and_terminal_states_are_final
     sources = allowed_sources(JobStatus.FAILED)
     assert JobStatus.SUCCEEDED not in sources and JobStatus.FAILED not in sources
     assert set(sources) == {s for s in JobStatus if not s.terminal}
+
+
+def test_only_a_job_never_admitted_can_expire():
+    assert allowed_sources(JobStatus.EXPIRED) == [JobStatus.ACCEPTED, JobStatus.QUEUED]
+    assert JobStatus.EXPIRED.terminal
 
 
 def test_job_ids_are_stable_per_natural_key_and_fit_sagemaker_and_step_functions():

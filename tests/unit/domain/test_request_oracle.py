@@ -47,7 +47,10 @@ def _old_fingerprint(request: oracle.JobRequest) -> str:
     import hashlib
 
     data = request.model_dump(mode="json")
-    for section, names in {"": ("webhook", "webhook_events"), "video": ("prompt", "negative_prompt")}.items():
+    for section, names in {
+        "": ("webhook", "webhook_events", "max_queue_seconds"),
+        "video": ("prompt", "negative_prompt"),
+    }.items():
         target = data[section] if section else data
         for name in names:
             if target.get(name) is None:

@@ -50,13 +50,37 @@ def test_one_state_per_stage():
     image, video = states["GenerateImage"], states["InvokeVideo"]
     assert image["Resource"] == "arn:aws:states:::lambda:invoke"  # synchronous: ends when the Lambda returns
     assert "HeartbeatSeconds" not in image and image["TimeoutSeconds"] > 0
-    assert image["Next"] == "InvokeVideo" and "Retry" in image and "Catch" in image
+    # Admission (issue 34): GenerateImage goes on to InvokeVideo when it held an image slot, else waits for one.
+    assert image["Next"] == "ImageAdmitted" and "Retry" in image and "Catch" in image
+    assert states["ImageAdmitted"]["Default"] == "InvokeVideo"
     assert image["Parameters"]["FunctionName"] != video["Parameters"]["FunctionName"]
     assert "task_token.$" not in image["Parameters"]["Payload"]
     assert video["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
     assert video["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
     assert {"TimeoutSeconds", "HeartbeatSeconds"} <= set(video)
-    # Only the render waits on a token.
+    # Only the render and admission's waits for a slot wait on a token.
     waiting = [name for name, state in states.items() if state.get("Resource", "").endswith(".waitForTaskToken")]
-    assert waiting == ["InvokeVideo"]
+    assert sorted(waiting) == ["InvokeVideo", "WaitForImageSlot", "WaitForVideoSlot"]
     assert {c["Next"] for c in video["Catch"]} == {"ReconcileVideo", "RecordFailure"}
+
+
+def test_a_job_not_admitted_waits_for_a_slot_and_comes_back_to_the_stage_it_waits_for():
+    """Issue 34: each admission wait parks the job with its task token and returns to the state it guards; the image
+    wait's timeout is the job's remaining queue limit (GenerateImage's answer), and its timeout ends the job expired."""
+    states = _states()
+    image_wait, video_wait = states["WaitForImageSlot"], states["WaitForVideoSlot"]
+    assert image_wait["Next"] == "GenerateImage" and video_wait["Next"] == "InvokeVideo"
+    assert image_wait["TimeoutSecondsPath"] == "$.admission.queue_seconds"
+    assert states["GenerateImage"]["ResultPath"] == "$.admission"
+    assert set(states["GenerateImage"]["ResultSelector"]) == {"admitted.$", "queue_seconds.$"}
+    assert image_wait["Catch"][0] == {
+        "ErrorEquals": ["States.Timeout"],
+        "ResultPath": "$.error",
+        "Next": "RecordExpired",
+    }
+    assert states["RecordExpired"]["Parameters"]["Payload"]["outcome"] == "expired"
+    for wait in (image_wait, video_wait):
+        assert wait["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+        assert "States.Timeout" in wait["Retry"][0]["ErrorEquals"] and wait["Retry"][0]["MaxAttempts"] == 0
+    (choice,) = [c for c in states["EventPublished"]["Choices"] if c.get("Next") == "WaitForVideoSlot"]
+    assert "$.video.admitted" in json.dumps(choice)

@@ -92,6 +92,8 @@ EVERY_CALL_CLIENTS = {
     "batch_progress": {"dynamodb", "s3"},
     "batch_submit": {"dynamodb", "s3", "sqs", "stepfunctions"},
     "fail_overdue_jobs": {"dynamodb", "s3", "stepfunctions"},
+    "heal_admission": {"dynamodb", "sagemaker", "stepfunctions", "cloudwatch"},  # every minute: all of them
+    "wait_for_slot": {"dynamodb", "stepfunctions"},  # the queue, and the token answered when a slot is free
     "generate_image": {"dynamodb", "s3", "sagemaker-runtime", "sns", "events"},  # job.image_ready on every call
     "inbox": {"dynamodb", "s3", "stepfunctions"},
     "invoke_video": {"dynamodb", "s3", "sagemaker-runtime", "stepfunctions"},  # HEAD of the request, heartbeat

@@ -471,6 +471,8 @@ def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) ->
 
     subs = state_machine_substitutions(template, "PipelineStateMachine", lambda _: "arn:function", parameters)
     states = render_definition(definition_file(template, "PipelineStateMachine").read_text(), subs)["States"]
+    from omnireel.admission.gate import REQUEUE_SECONDS
+
     total = 0.0
     for name, state in states.items():
         if state["Type"] in ("Succeed", "Fail", "Pass", "Choice"):
@@ -483,8 +485,21 @@ def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) ->
             for r in retries
             for k in range(r.get("MaxAttempts", 3))
         )
+        if name.startswith("WaitFor"):
+            # Admission's waits (issue 34): a retry of one re-invokes its Lambda (seconds), which failed before the
+            # wait began, so the wait itself counts once. The deadline counts from the first admission: the first
+            # image wait (max_queue_seconds) is outside it, and each later attempt of GenerateImage may wait again,
+            # at most REQUEUE_SECONDS (its TimeoutSecondsPath). InvokeVideo keeps its slot across retries: one wait.
+            guarded = states[state["Next"]]
+            again = sum(r.get("MaxAttempts", 3) for r in guarded.get("Retry", []))
+            wait = REQUEUE_SECONDS * again if "TimeoutSecondsPath" in state else state["TimeoutSeconds"]
+            total += wait + _LAMBDA_TIMEOUT_S * (attempts - 1) + waits
+            continue
         total += state["TimeoutSeconds"] * attempts + waits
     return total
+
+
+_LAMBDA_TIMEOUT_S = 60  # Globals.Function.Timeout (wait_for_slot's)
 
 
 @pytest.mark.parametrize("where", ["aws", "local"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from omnireel.aws.admission_store import AdmissionStore
     from omnireel.aws.artifact_store import ArtifactStore
     from omnireel.aws.batch_queue import BatchQueue
     from omnireel.aws.batch_store import BatchStore
@@ -119,6 +120,19 @@ def batch_queue(settings: _BatchQueue, *, eager: bool = False) -> BatchQueue:
     from omnireel.aws.batch_queue import BatchQueue
 
     return BatchQueue(_required(settings.batch_queue_url, "BATCH_QUEUE_URL"), eager=eager)
+
+
+class _Admission(Protocol):
+    @property
+    def admission_table(self) -> str | None: ...
+
+
+def admission_store(settings: _Admission) -> AdmissionStore:
+    from omnireel.aws.admission_store import AdmissionStore
+
+    if not settings.admission_table:  # a wiring mistake, caught at cold start
+        raise ValueError("ADMISSION_TABLE is not set: this function is not wired to admission")
+    return AdmissionStore(settings.admission_table)
 
 
 def webhook_master_key(settings: _WebhookKey) -> WebhookMasterKey:

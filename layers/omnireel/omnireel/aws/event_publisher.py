@@ -14,7 +14,7 @@ from omnireel.aws.dynamodb_values import to_attributes
 from omnireel.core.errors import PublishFailed
 from omnireel.core.records import to_json
 from omnireel.events.batch_events import BatchEvent
-from omnireel.events.job_events import EVENT_SOURCE, ImageReadyEvent, JobEvent, sns_message_attributes
+from omnireel.events.job_events import EVENT_SOURCE, ImageReadyEvent, JobEvent, QueuedEvent, sns_message_attributes
 from omnireel.events.published import published_attribute
 from omnireel.jobs.job import iso, now
 
@@ -52,7 +52,7 @@ class EventPublisher:
     def _ddb(self) -> Any:
         return client("dynamodb")
 
-    def _record(self, event: JobEvent | ImageReadyEvent | BatchEvent, body: str) -> None:
+    def _record(self, event: JobEvent | ImageReadyEvent | QueuedEvent | BatchEvent, body: str) -> None:
         """Record the event on its job's or batch's record before it is published (the delivery function delivers only
         recorded events: ``omnireel.events.published``). Raises if the record is gone: nothing is published."""
         if isinstance(event, BatchEvent):
@@ -74,7 +74,7 @@ class EventPublisher:
             ),
         )
 
-    def publish(self, event: JobEvent | ImageReadyEvent | BatchEvent) -> None:
+    def publish(self, event: JobEvent | ImageReadyEvent | QueuedEvent | BatchEvent) -> None:
         body = to_json(event)
         attributes = sns_message_attributes(event)
         # job.image_ready names its job too (an AttributeError here used to hide the publish failure)

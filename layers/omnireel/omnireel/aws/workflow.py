@@ -65,6 +65,15 @@ class Workflow:
                 return False
             raise
 
+    def running(self, name: str) -> bool:
+        """Is the execution ``name`` still running (admission's healing: a slot or a wait of a dead execution)?"""
+        try:
+            return self._sfn.describe_execution(executionArn=self.execution_arn(name)).get("status") == "RUNNING"
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return False
+            raise
+
     def started(self, job_id: str, name: str) -> bool:
         """Did the job's execution ``name`` start (it exists, with this job's input)?"""
         try:

@@ -1,5 +1,5 @@
-"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled`` (terminal: exactly one per job) and
-``job.image_ready`` (progress), version 1.
+"""Job events for consumers: ``job.succeeded`` / ``job.failed`` / ``job.cancelled`` / ``job.expired`` (terminal: exactly
+one per job) and ``job.queued`` / ``job.image_ready`` (progress), version 1.
 
 The same body goes to the job-events SNS topic (with message attributes for filter policies) and
 to EventBridge (``source = omnireel``, ``detail-type`` = event type). The JSON Schemas in ``docs/events/`` are the
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from omnireel.events.batch_events import BatchEvent
 
 EVENT_VERSION: Literal[1] = 1
-TerminalStatus = Literal["succeeded", "failed", "cancelled"]
+TerminalStatus = Literal["succeeded", "failed", "cancelled", "expired"]
+TerminalEventType = Literal["job.succeeded", "job.failed", "job.cancelled", "job.expired"]
 EVENT_SOURCE = "omnireel"
 
 
@@ -62,7 +63,7 @@ class JobEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     version: Literal[1] = EVENT_VERSION
     event_id: str  # stable per job record and type: consumers can de-duplicate on it
-    event_type: Literal["job.succeeded", "job.failed", "job.cancelled"]
+    event_type: TerminalEventType
     occurred_at: str  # when the job reached its terminal status (the same in every delivery)
     job_id: str
     status: TerminalStatus
@@ -111,14 +112,59 @@ def build_image_ready_event(job: Job, image: ArtifactLink, stored_at: str) -> Im
     )
 
 
-def event_type_for(status: JobStatus) -> Literal["job.succeeded", "job.failed", "job.cancelled"]:
+def event_type_for(status: JobStatus) -> TerminalEventType:
     if status is JobStatus.SUCCEEDED:
         return "job.succeeded"
     if status is JobStatus.FAILED:
         return "job.failed"
     if status is JobStatus.CANCELLED:
         return "job.cancelled"
+    if status is JobStatus.EXPIRED:
+        return "job.expired"
     raise ValueError(f"no event for non-terminal status {status}")
+
+
+class QueuePosition(msgspec.Struct, kw_only=True):
+    """Where a waiting job stands (``omnireel.admission``): the endpoint kind it waits for, how many of its caller's
+    own jobs are ahead of it, and how many callers have waiting work."""
+
+    kind: Literal["image", "video"]
+    position: int
+    callers: int
+    enqueued_at: str
+
+
+class QueuedEvent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Progress: the job waits for a slot on a model endpoint (``job.queued``, version 1). Sent only when a job waits,
+    once per job record."""
+
+    version: Literal[1] = EVENT_VERSION
+    event_id: str  # stable per job record: consumers can de-duplicate on it
+    event_type: Literal["job.queued"] = "job.queued"
+    occurred_at: str  # when the job started waiting
+    job_id: str
+    status: str  # queued
+    prompt: str | None
+    request: JobRequest | None
+    source: str
+    source_version: SourceVersion | None = None
+    queue: QueuePosition
+    batch: BatchRef | None = None
+
+
+def build_queued_event(job: Job, queue: QueuePosition) -> QueuedEvent:
+    return QueuedEvent(
+        event_id=job_id_for(f"{job.execution}/job.queued"),
+        occurred_at=queue.enqueued_at,
+        job_id=job.job_id,
+        status=JobStatus.QUEUED.value,
+        prompt=job.request.prompt if job.request else None,
+        request=job.request,
+        source=job.source,
+        source_version=job.source_version,
+        queue=queue,
+        batch=job.batch,
+    )
 
 
 def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> JobEvent:
@@ -145,7 +191,7 @@ def build_job_event(job: Job, artifacts: EventArtifacts, built_at: datetime) -> 
     )
 
 
-def sns_message_attributes(event: JobEvent | ImageReadyEvent | BatchEvent) -> dict[str, dict[str, str]]:
+def sns_message_attributes(event: JobEvent | ImageReadyEvent | QueuedEvent | BatchEvent) -> dict[str, dict[str, str]]:
     attributes = {
         "event_type": {"DataType": "String", "StringValue": event.event_type},
         "status": {"DataType": "String", "StringValue": event.status},

@@ -6,9 +6,15 @@ has one winner: whichever lands first is the job's outcome and its only terminal
 steps find a terminal job (their transitions fail, ``finish_job`` publishes nothing new) and ``workflow_ended`` sees an
 ``ABORTED`` execution whose job event was published. SageMaker async inference has no cancel: a render already queued
 still runs and is billed; its late notification finds a job that is not ``rendering_video`` and is ignored.
+
+A job waiting for its first slot (``queued``, or ``accepted``) leaves admission's queue: no model was called, nothing
+was rendered or billed, and the answer says so. A cancelled job frees the slots it holds (``Gate.leave``), except the
+video slot of a render SageMaker still runs.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
@@ -19,11 +25,16 @@ from omnireel.core.records import to_dict
 from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus
 from omnireel.jobs.outcome import finish_job
 
+if TYPE_CHECKING:
+    from omnireel.admission.gate import Gate
+
 CANCELLED_MESSAGE = "cancelled by its owner (DELETE /jobs/{id})"
 QUEUED_RENDER_NOTE = (
     "the video render was already queued at the SageMaker async endpoint, which has no cancel: it still runs and is"
     " billed; its result is discarded"
 )
+NOT_STARTED_NOTE = "the job was waiting for a model endpoint slot: no model was called, nothing was rendered or billed"
+NOT_STARTED_STAGES = (STAGE_OF_STATUS[JobStatus.ACCEPTED], STAGE_OF_STATUS[JobStatus.QUEUED])
 
 
 def cancel_job(
@@ -34,6 +45,7 @@ def cancel_job(
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
+    gate: Gate | None = None,
 ) -> Job:
     """Cancel ``job`` (already checked to be the caller's); return the cancelled job.
 
@@ -60,6 +72,8 @@ def cancel_job(
         presign_seconds=presign_seconds,
     )
     workflow.stop(job.execution, CANCELLED_MESSAGE)
+    if gate is not None:  # out of admission's queue, its slots freed (a retried DELETE does it again: harmless)
+        gate.leave(jobs.get(job.job_id))
     if not first:
         raise JobFinished(f"job {job.job_id} was already cancelled", status=job.status.value)
     return jobs.get(job.job_id)
@@ -70,6 +84,15 @@ def cancellation_view(job: Job) -> dict[str, object]:
     stage = job.error.stage if job.error else None
     # In render_video the async request may be on its way even if the record does not show it yet.
     may_run = job.async_invocation is not None or stage == STAGE_OF_STATUS[JobStatus.RENDERING_VIDEO]
+    if stage in NOT_STARTED_STAGES:
+        return {
+            "job_id": job.job_id,
+            "status": job.status.value,
+            "cancelled_at_stage": stage,
+            "video_render_may_run": False,
+            "model_called": False,
+            "note": NOT_STARTED_NOTE,
+        }
     return {
         "job_id": job.job_id,
         "status": job.status.value,

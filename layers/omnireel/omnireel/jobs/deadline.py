@@ -6,7 +6,8 @@ Everything else in the pipeline ends a job through its execution (RecordFailure,
 - a job still ``accepted`` ``START_GRACE_SECONDS`` after it was accepted whose execution does not exist (its
   StartExecution failed - throttled, or the name was held by another input - and the caller never retried) is failed
   with ``WorkflowNotStarted``: nothing could ever move it;
-- any job still not terminal ``JobDeadlineSeconds`` after it was accepted is failed with ``JobDeadlineExceeded``.
+- any job still not terminal ``JobDeadlineSeconds`` after it was admitted (its first slot: time spent waiting for it
+  within its ``max_queue_seconds`` does not count; issue 34) is failed with ``JobDeadlineExceeded``.
   The deadline is longer than any execution can run (the template test derives the bound from the state machine's
   timeouts and retries), so a job that is still running normally is never cut short.
 
@@ -16,7 +17,7 @@ Everything else in the pipeline ends a job through its execution (RecordFailure,
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
@@ -48,7 +49,7 @@ def fail_overdue_jobs(
         job = jobs.find(job_id)
         if job is None or job.status.terminal:  # the index is eventually consistent; the record is not
             continue
-        error = _why_overdue(job, (moment - parse_time(job.created_at)).total_seconds(), deadline_seconds, workflow)
+        error = _why_overdue(job, moment, deadline_seconds, workflow)
         if error is None:
             continue
         event = finish_job(
@@ -66,10 +67,21 @@ def fail_overdue_jobs(
     return failed
 
 
-def _why_overdue(job: Job, age_s: float, deadline_seconds: int, workflow: Workflow) -> OmnireelError | None:
-    if age_s > deadline_seconds:
+def running_s(job: Job, moment: datetime) -> float:
+    """How long the job has run against its deadline: from its first admission (the time it spent waiting for a slot,
+    within its max_queue_seconds, does not count: issue 34); a job never admitted, from the end of its queue limit."""
+    admitted = job.stage_times.get(JobStatus.GENERATING_IMAGE.value)
+    if admitted:
+        return (moment - parse_time(admitted)).total_seconds()
+    limit = job.request.queue_limit_seconds if job.request is not None else 0
+    return (moment - parse_time(job.created_at)).total_seconds() - limit
+
+
+def _why_overdue(job: Job, moment: datetime, deadline_seconds: int, workflow: Workflow) -> OmnireelError | None:
+    age_s = (moment - parse_time(job.created_at)).total_seconds()
+    if running_s(job, moment) > deadline_seconds:
         return JobDeadlineExceeded(
-            f"no terminal event {deadline_seconds} s after the job was accepted (its deadline): it was still "
+            f"no terminal event {deadline_seconds} s after the job was admitted (its deadline): it was still "
             f"{job.status.value} and its execution {job.execution} never ended it"
         )
     if job.status is JobStatus.ACCEPTED and not workflow.started(job.job_id, job.execution):

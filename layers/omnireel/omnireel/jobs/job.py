@@ -1,9 +1,11 @@
 """The job record and its lifecycle rules (pure: no AWS here).
 
-accepted -> generating_image -> staging_video -> rendering_video -> succeeded | failed | cancelled
+accepted [-> queued] -> generating_image -> staging_video -> rendering_video -> succeeded | failed | cancelled
+accepted | queued -> expired (not admitted within the request's max_queue_seconds: nothing rendered, nothing billed)
 
-A stage may be entered again (a retried Lambda re-enters its own stage) but never from a later
-stage, so a duplicate or stale step cannot move a job backwards. ``failed`` can be reached from any
+``queued`` is entered only when a job waits for its first slot (``omnireel.admission``); a job admitted at once goes
+from ``accepted`` to ``generating_image``. A stage may be entered again (a retried Lambda re-enters its own stage) but
+never from a later stage, so a duplicate or stale step cannot move a job backwards. ``failed`` can be reached from any
 non-terminal state; terminal states are final.
 """
 
@@ -26,22 +28,25 @@ from omnireel.usage.metering import Metering, UsageRecord
 
 class JobStatus(StrEnum):
     ACCEPTED = "accepted"
+    QUEUED = "queued"  # waiting for a slot on the image endpoint (issue 34)
     GENERATING_IMAGE = "generating_image"
     STAGING_VIDEO = "staging_video"
     RENDERING_VIDEO = "rendering_video"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    EXPIRED = "expired"  # never admitted within max_queue_seconds: no model was called
 
     @property
     def terminal(self) -> bool:
-        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+        return self in TERMINAL_STATUSES
 
 
-TERMINAL_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+TERMINAL_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.EXPIRED)
 
 ORDER = [
     JobStatus.ACCEPTED,
+    JobStatus.QUEUED,
     JobStatus.GENERATING_IMAGE,
     JobStatus.STAGING_VIDEO,
     JobStatus.RENDERING_VIDEO,
@@ -51,6 +56,7 @@ ORDER = [
 # Stage name used in error reports, keyed by the status the job was in when it failed.
 STAGE_OF_STATUS = {
     JobStatus.ACCEPTED: "accept",
+    JobStatus.QUEUED: "queue",
     JobStatus.GENERATING_IMAGE: "generate_image",
     JobStatus.STAGING_VIDEO: "stage_video_request",
     JobStatus.RENDERING_VIDEO: "render_video",
@@ -63,8 +69,19 @@ def allowed_sources(target: JobStatus) -> list[JobStatus]:
         return [s for s in ORDER if not s.terminal]
     if target is JobStatus.SUCCEEDED:
         return [JobStatus.RENDERING_VIDEO]
+    if target is JobStatus.EXPIRED:  # only a job that was never admitted
+        return [JobStatus.ACCEPTED, JobStatus.QUEUED]
     index = ORDER.index(target)
-    return [ORDER[index - 1], target] if index else [target]
+    sources = [target]
+    while index > 0:  # the previous stage, and the one before an optional stage (queued: only when a job waits)
+        index -= 1
+        sources.insert(0, ORDER[index])
+        if ORDER[index] not in OPTIONAL_STATUSES:
+            break
+    return sources
+
+
+OPTIONAL_STATUSES = (JobStatus.QUEUED,)
 
 
 class JobError(msgspec.Struct, frozen=True, kw_only=True):
@@ -148,6 +165,12 @@ class Job(msgspec.Struct, kw_only=True):
     open_shard: str | None = None  # set while the job is not terminal: the key of the jobs table's open-jobs index
     image_ready_published_at: str | None = None  # when job.image_ready was published
     webhook_deliveries: dict[str, WebhookDelivery] = msgspec.field(default_factory=dict)  # event type -> state
+    # admission (omnireel.admission): when the job started waiting for a slot of each endpoint kind, and the key of its
+    # waiting entry while it waits (both set only when it had to wait)
+    queued_image_at: str | None = None
+    queued_video_at: str | None = None
+    waiting_entry: str | None = None
+    queued_published_at: str | None = None  # when job.queued was published
     # accounting (omnireel.usage): the caller this job counts against while it is not terminal (removed with the -1 of
     # its terminal transition); what its stages measured; its usage once it ended
     counted_as: str | None = None
@@ -228,7 +251,10 @@ OPEN_SHARDS = "0123456789abcdef"
 
 # Fields added to the request after records were first written: left out of the fingerprint while unset, so a retry
 # of a request made before they existed (same Idempotency-Key, same body) still matches its record.
-_LATER_FIELDS: dict[str, tuple[str, ...]] = {"": ("webhook", "webhook_events"), "video": ("prompt", "negative_prompt")}
+_LATER_FIELDS: dict[str, tuple[str, ...]] = {
+    "": ("webhook", "webhook_events", "max_queue_seconds"),
+    "video": ("prompt", "negative_prompt"),
+}
 
 
 def fingerprint(request: JobRequest) -> str:

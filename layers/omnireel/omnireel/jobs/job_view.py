@@ -6,14 +6,18 @@ from typing import Any
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.core.records import to_dict
+from omnireel.events.job_events import QueuePosition
 from omnireel.jobs.artifact_links import artifact_links
 from omnireel.jobs.job import Job
 from omnireel.jobs.request import DEFAULT_WEBHOOK_EVENTS
 from omnireel.usage.metering import usage_view
 
 
-def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[str, Any]:
-    """GET /jobs/{id}: status, per-stage timings, artifacts with presigned URLs, error."""
+def job_view(
+    job: Job, artifacts: ArtifactStore, presign_seconds: int, queue: QueuePosition | None = None
+) -> dict[str, Any]:
+    """GET /jobs/{id}: status, per-stage timings, artifacts with presigned URLs, error; ``queue``: where a job waiting
+    for a slot stands (``omnireel.admission.gate.Gate.position``), null when it does not wait."""
     return {
         "job_id": job.job_id,
         "status": job.status.value,
@@ -29,6 +33,7 @@ def job_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[s
         "webhook": _webhook_view(job),
         # issue 34 item 8: what the finished job used, an estimate (null until it ends, and for older records)
         "usage": usage_view(job.usage),
+        "queue": to_dict(queue) if queue is not None else None,
     }
 
 

@@ -31,6 +31,8 @@ WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "jo
 WEBHOOK_EVENT_TYPES: tuple[str, ...] = ("job.image_ready", "job.succeeded", "job.failed", "job.cancelled")
 DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
 MAX_WEBHOOK_URL_CHARS = 2048
+DEFAULT_MAX_QUEUE_SECONDS = 3600  # a job not admitted within an hour ends expired (docs/capacity.md)
+MAX_QUEUE_SECONDS = 86400
 
 
 class ImageOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -72,6 +74,13 @@ class JobRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     webhook: str | None = None  # https URL that receives this job's events, signed (Standard Webhooks)
     # which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)
     webhook_events: list[str] | None = None
+    # how long the job may wait for its first slot on the model endpoints (omnireel.admission) before it ends
+    # ``expired`` without any model call; null: DEFAULT_MAX_QUEUE_SECONDS
+    max_queue_seconds: int | None = None
+
+    @property
+    def queue_limit_seconds(self) -> int:
+        return self.max_queue_seconds or DEFAULT_MAX_QUEUE_SECONDS
 
     def webhook_wants(self, event_type: str) -> bool:
         """Does this job's webhook (if any) receive ``event_type``?"""
@@ -214,6 +223,7 @@ _REQUEST = _Table(
         "video": _Rule(_VIDEO),
         "webhook": _Rule("str", nullable=True, max_length=MAX_WEBHOOK_URL_CHARS, check=check_webhook_url),
         "webhook_events": _Rule("events", nullable=True, min_length=1, max_length=4, check=_distinct_events),
+        "max_queue_seconds": _Rule("int", nullable=True, ge=1, le=MAX_QUEUE_SECONDS),
     },
 )
 _EVENT_CHOICES = ", ".join(f"'{name}'" for name in WEBHOOK_EVENT_TYPES[:-1]) + f" or '{WEBHOOK_EVENT_TYPES[-1]}'"

@@ -39,6 +39,7 @@ from omnireel.runtime.observability import logger
 from omnireel.usage.metering import Metering, video_ms_from_notification
 
 if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and its dependencies)
+    from collections.abc import Callable
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from omnireel.aws.image_endpoint import ImageEndpoint
@@ -73,8 +74,11 @@ def generate_image(
     artifacts: ArtifactStore,
     endpoint: ImageEndpoint,
     model_id: str | None,
+    after_model_call: Callable[[], object] | None = None,
     instance_types: list[str] | None = None,
 ) -> GeneratedImage:
+    """``after_model_call``: run as soon as the image endpoint answered (success or failure): admission frees the
+    image slot there, before the image is stored and the video request staged."""
     try:
         job = jobs.transition(job_id, JobStatus.GENERATING_IMAGE)
     except JobConflict:
@@ -89,7 +93,11 @@ def generate_image(
         return GeneratedImage(job.artifacts.image, None)
     request = require_request(job)
     started = time.monotonic()
-    png = endpoint.generate(image_request_body(request, model_id))
+    try:
+        png = endpoint.generate(image_request_body(request, model_id))
+    finally:
+        if after_model_call is not None:
+            after_model_call()
     # ``instance_types``: the image endpoint config's (ImageInstanceTypes); the call's own duration is its model time.
     measured = Metering(
         image_ms=round((time.monotonic() - started) * 1000), image_instance_types=instance_types or None

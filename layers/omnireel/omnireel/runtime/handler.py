@@ -40,6 +40,7 @@ class StepInput(msgspec.Struct, kw_only=True):
 
     job_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     task_token: str | None = None
+    kind: str | None = None  # WaitForImageSlot / WaitForVideoSlot: the endpoint kind the job waits for
     outcome: str | None = None
     error: dict[str, Any] | None = None
 

@@ -1,0 +1,334 @@
+"""Admission's use cases: no job calls a model endpoint before it holds a slot on it (issue 34).
+
+- ``acquire`` (the stage's Lambda, before its model call): the fast path, one DynamoDB transaction. A free slot and
+  nobody waiting: granted. Otherwise the stage answers "not admitted" and the state machine parks the job in
+  ``WaitFor<Kind>Slot`` (``.waitForTaskToken``; its timeout is the job's queue limit).
+- ``wait`` (that state's Lambda): already holding a slot answers the token at once; else the job's waiting entry goes
+  into the queue (the job becomes ``queued`` and ``job.queued`` is published, first admission only) and ``dispatch``
+  runs once, so a slot freed meanwhile is never lost.
+- ``dispatch`` (after every release, after every enqueue, from the healing schedule): while slots are free and jobs
+  wait, the caller served least recently gets the next slot (round-robin across callers), its oldest job first; the
+  grant is one transaction and then SendTaskSuccess. A dead token (the wait timed out, the execution was stopped)
+  gives the slot back at once.
+- ``release``: when the stage ends (the image call returned; the async video result arrived; the job ended).
+- ``heal`` (every minute): capacity from DescribeEndpoint; slots of jobs that ended or whose execution is gone are
+  released; entries of such jobs leave the queue; the counts are re-derived from the items; dispatch; metrics.
+
+``Gate`` is the API for every caller of admission, the functions and ``bench/fairness.py`` alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from omnireel.admission.pool import KINDS, Kind, Pool, WaitingEntry, caller_key, capacity_of, entry_key, next_callers
+from omnireel.core.errors import JobConflict, JobNotFound
+from omnireel.events.job_events import QueuePosition, build_queued_event
+from omnireel.jobs.job import Job, JobStatus, iso, now, parse_time
+from omnireel.runtime.observability import logger
+
+if TYPE_CHECKING:
+    from omnireel.aws.admission_store import AdmissionMetrics, AdmissionStore, EndpointInstances
+    from omnireel.aws.event_publisher import EventPublisher
+    from omnireel.aws.job_store import JobStore
+    from omnireel.aws.workflow import TaskCallbacks, Workflow
+
+CAPACITY_MAX_AGE_S = 60  # a wait refreshes the pool's capacity (DescribeEndpoint) when it is older than this
+SERVED_MEMORY_S = 86400  # the healing schedule forgets a caller's last turn after a day without waiting work
+_MAX_GRANTS_PER_DISPATCH = 200  # bounded work per call; the healing schedule continues
+# A wait for a slot of a job admitted before (a retried image call, the video stage): its timeout. The video wait's
+# TimeoutSeconds is VideoCallbackTimeoutSeconds (statemachine/pipeline.asl.json).
+REQUEUE_SECONDS = 300
+# A cancelled job's render still runs at SageMaker and holds its video slot until its result arrives; the healing
+# schedule frees the slot after this long anyway (the result was lost).
+RENDER_BOUND_S = 6 * 3600
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """An endpoint kind's configuration: the endpoint's name and the requests one instance serves at once."""
+
+    endpoint: str
+    per_instance: int
+
+
+@dataclass
+class Gate:
+    store: AdmissionStore
+    jobs: JobStore
+    callbacks: TaskCallbacks
+    pools: dict[Kind, PoolConfig] = field(default_factory=dict)  # needed by wait and heal (capacity)
+    instances: EndpointInstances | None = None  # needed by wait and heal (DescribeEndpoint)
+
+    # ------------------------------------------------------------ the fast path
+    def acquire(self, job_id: str, kind: Kind) -> bool:
+        """Take a slot for the job's stage if it holds one or one is free with nobody waiting (one AWS call)."""
+        return self.store.try_grant(kind, job_id, iso(now())) != "refused"
+
+    # ------------------------------------------------------------ the slow path
+    def wait(self, job_id: str, kind: Kind, task_token: str, *, publisher: EventPublisher | None = None) -> str:
+        """Park the job until a slot is granted (see the module docstring). Returns what happened: ``granted`` (the
+        token is answered), ``queued`` (it waits) or ``ended`` (the job is terminal: nothing to wait for)."""
+        if self.store.holds(kind, job_id):
+            self.callbacks.succeed(task_token, {"admitted": True, "kind": kind})
+            return "granted"
+        job = self.jobs.get(job_id)
+        if job.status.terminal:
+            logger.info("a terminal job does not wait", extra={"job_id": job_id, "status": job.status})
+            return "ended"
+        pool = self._pool_for_wait(kind)
+        if pool.waiting <= 0 and pool.free > 0 and self.acquire(job_id, kind):
+            # The fast path was refused before the pool existed or its capacity was refreshed (a scale-out): admitted
+            # now, the job never waited (no queued status, no job.queued).
+            if not self.callbacks.succeed(task_token, {"admitted": True, "kind": kind}):
+                self.release(job_id, kind)  # the wait is over already (timed out, stopped): the slot goes back
+            return "granted"
+        first = job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED)  # never admitted: its queue limit applies
+        key = caller_key(job.owner)
+        if kind == "image" and first:
+            try:
+                job = self.jobs.transition(job_id, JobStatus.QUEUED)
+            except JobConflict:
+                job = self.jobs.get(job_id)
+                if job.status.terminal:
+                    return "ended"
+        enqueued_at = _enqueued_at(job, kind, first)
+        # Within a caller, first come first served: a job waiting for its first slot is ordered by its acceptance
+        # (executions start in any order), a later wait by when it began.
+        sk = entry_key(key, job.created_at if first else enqueued_at, job_id)
+        deadline = None
+        if first and job.request is not None:
+            deadline = iso(parse_time(job.created_at) + timedelta(seconds=job.request.queue_limit_seconds))
+        entry = WaitingEntry(
+            kind=kind, sk=sk, job_id=job_id, caller_key=key, task_token=task_token, enqueued_at=enqueued_at,
+            deadline=deadline,
+        )  # fmt: skip
+        self.jobs.set_fields(job_id, waiting_entry=f"{kind}|{sk}", **{f"queued_{kind}_at": enqueued_at})
+        self.store.enqueue(entry)
+        if self.store.holds(kind, job_id):  # granted between the enqueue's retry and now (see AdmissionStore.enqueue)
+            self.callbacks.succeed(task_token, {"admitted": True, "kind": kind})
+            return "granted"
+        if publisher is not None and first and not job.queued_published_at:
+            self._publish_queued(job_id, publisher)
+        self.dispatch(kind)
+        return "queued"
+
+    def dispatch(self, kind: Kind) -> int:
+        """Grant free slots to waiting jobs, fairly (see the module docstring); return how many were granted."""
+        granted = 0
+        for _ in range(_MAX_GRANTS_PER_DISPATCH):
+            pool = self.store.pool(kind)
+            if pool is None or pool.free <= 0 or pool.waiting <= 0:
+                return granted
+            entry = self._next_entry(pool)
+            if entry is None:  # the counts drifted from the items (a crash between them): heal re-counts
+                logger.warning("admission counts and entries disagree", extra={"kind": kind, "waiting": pool.waiting})
+                return granted
+            if not self.store.grant(entry, iso(now())):
+                continue  # raced with another dispatcher or a cancel: look again
+            answered = self.callbacks.succeed(entry.task_token, {"admitted": True, "kind": kind})
+            if not answered:  # the wait is over (timed out, execution stopped): give the slot back
+                logger.info("granted slot's task is gone: released", extra={"job_id": entry.job_id, "kind": kind})
+                self.store.release(kind, entry.job_id)
+                continue
+            granted += 1
+        return granted
+
+    # ------------------------------------------------------------ releases
+    def release(self, job_id: str, kind: Kind) -> bool:
+        """The stage's slot is free again (once); the next waiting job gets it."""
+        released = self.store.release(kind, job_id)
+        if released:
+            self.dispatch(kind)
+        return released
+
+    def held(self, job_id: str, kind: Kind) -> HeldSlot:
+        """The slot ``acquire`` took, released once (at the end of the model call, or when the step leaves)."""
+        return HeldSlot(self, job_id, kind)
+
+    def leave(self, job: Job) -> None:
+        """The job ended (any terminal transition, or a cancel): out of the queue, and every slot it holds freed -
+        except the video slot of a render SageMaker still runs (a cancel cannot stop it: async_result frees it when the
+        render's result arrives)."""
+        if job.waiting_entry:
+            kind, sk = _split_entry(job.waiting_entry)
+            self.store.remove(kind, sk, sk.split("#", 1)[0])
+        for kind in KINDS:
+            if kind == "video" and _render_still_runs(job):
+                continue
+            self.release(job.job_id, kind)
+
+    def queue_seconds(self, job_id: str) -> int:
+        """The wait's timeout when the job's stage was not admitted: what is left of its queue limit on its first
+        admission (at least 1 s: an expired limit ends the wait at once), else ``REQUEUE_SECONDS``."""
+        job = self.jobs.get(job_id)
+        if job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED) and job.request is not None:
+            limit = parse_time(job.created_at) + timedelta(seconds=job.request.queue_limit_seconds)
+            return max(1, math.ceil((limit - now()).total_seconds()))
+        return REQUEUE_SECONDS
+
+    # ------------------------------------------------------------ the view
+    def position(self, job: Job) -> QueuePosition | None:
+        """Where a waiting job stands: its caller's jobs ahead of it and the callers sharing the queue."""
+        if not job.waiting_entry or job.status.terminal:
+            return None
+        kind, sk = _split_entry(job.waiting_entry)
+        entry = self.store.entry(kind, sk)
+        if entry is None:  # granted (or removed) since
+            return None
+        pool = self.store.pool(kind)
+        callers = len(pool.callers_waiting()) if pool else 1
+        return QueuePosition(
+            kind=kind,
+            position=self.store.ahead(kind, entry.caller_key, sk),
+            callers=max(1, callers),
+            enqueued_at=entry.enqueued_at,
+        )
+
+    # ------------------------------------------------------------ healing
+    def heal(self, *, workflow: Workflow, metrics: AdmissionMetrics | None = None) -> dict[str, Any]:
+        """The healing schedule's run (see the module docstring); returns what it repaired, per kind."""
+        report: dict[str, Any] = {}
+        pools: list[Pool] = []
+        for kind in self.pools:
+            pool = self.refresh(kind)
+            holders = self.store.holders(kind)
+            released = 0
+            for holder in holders:
+                if not self._alive(holder.job_id, workflow, grace_from=holder.granted_at, kind=kind):
+                    released += self.store.release(kind, holder.job_id)
+            entries = self.store.entries(kind)
+            dropped = 0
+            for entry in entries:
+                if not self._alive(entry.job_id, workflow, grace_from=entry.enqueued_at):
+                    dropped += self.store.remove(kind, entry.sk, entry.caller_key)
+            pool = self.store.pool(kind) or pool
+            live_entries = self.store.entries(kind)
+            queued: dict[str, int] = {}
+            for entry in live_entries:
+                queued[entry.caller_key] = queued.get(entry.caller_key, 0) + 1
+            cutoff = iso(now() - timedelta(seconds=SERVED_MEMORY_S))
+            served = {k: v for k, v in pool.served.items() if k in queued or v >= cutoff}
+            recounted = self.store.recount(
+                pool, in_use=len(self.store.holders(kind)), waiting=len(live_entries), queued=queued, served=served
+            )
+            granted = self.dispatch(kind)
+            pool = self.store.pool(kind) or pool
+            pools.append(pool)
+            report[kind] = {
+                "capacity": pool.capacity,
+                "in_use": pool.in_use,
+                "waiting": pool.waiting,
+                "released": released,
+                "dropped": dropped,
+                "recounted": recounted,
+                "granted": granted,
+            }
+        if metrics is not None:
+            metrics.publish(pools)
+        return report
+
+    def refresh(self, kind: Kind) -> Pool:
+        """Capacity from the endpoint's instances in service (DescribeEndpoint) x per-instance concurrency."""
+        config = self.pools[kind]
+        instances = self.instances.count(config.endpoint) if self.instances else 1
+        return self.store.ensure_pool(
+            kind,
+            endpoint=config.endpoint,
+            instances=instances,
+            per_instance=config.per_instance,
+            capacity=capacity_of(kind, instances, config.per_instance),
+            at=iso(now()),
+        )
+
+    # ------------------------------------------------------------ internals
+    def _pool_for_wait(self, kind: Kind) -> Pool:
+        pool = self.store.pool(kind)
+        stale = (
+            pool is None
+            or not pool.capacity_at
+            or ((now() - parse_time(pool.capacity_at)).total_seconds() > CAPACITY_MAX_AGE_S)
+        )
+        if stale and kind in self.pools:
+            return self.refresh(kind)
+        if pool is None:
+            raise RuntimeError(f"no {kind} pool and no endpoint configured to make one")
+        return pool
+
+    def _next_entry(self, pool: Pool) -> WaitingEntry | None:
+        """The oldest entry of the least recently served caller; among callers never served (or served at the same
+        moment), the one whose oldest entry waited longest."""
+        order = next_callers(pool)
+        if not order:
+            return None
+        first_turn = pool.served.get(order[0], "")
+        tied = [key for key in order if pool.served.get(key, "") == first_turn][:10] + order[:1]
+        heads = [head for key in dict.fromkeys(tied) if (head := self.store.head(pool.kind, key)) is not None]
+        if not heads:
+            for key in order[1:10]:  # a caller counted but with no entry left: try the next ones
+                if (head := self.store.head(pool.kind, key)) is not None:
+                    return head
+            return None
+        return min(heads, key=lambda head: (head.sk.split("#")[1], head.job_id))
+
+    def _alive(self, job_id: str, workflow: Workflow, *, grace_from: str, kind: Kind | None = None) -> bool:
+        """Does the job still need its slot or entry? Not if it ended, vanished, or its execution is not running
+        (a crash after a grant, a lost release). A grant younger than a minute is left alone (its step is starting)."""
+        try:
+            job = self.jobs.get(job_id)
+        except JobNotFound:
+            return False
+        if job.status.terminal:
+            return kind == "video" and _render_still_runs(job) and _age_s(grace_from) < RENDER_BOUND_S
+        if grace_from and _age_s(grace_from) < 60:
+            return True
+        return workflow.running(job.execution)
+
+    def _publish_queued(self, job_id: str, publisher: EventPublisher) -> None:
+        job = self.jobs.get(job_id)
+        queue = self.position(job)
+        if queue is None:  # granted already: it did not wait after all
+            return
+        publisher.publish(build_queued_event(job, queue))
+        self.jobs.set_fields(job_id, queued_published_at=iso(now()))
+
+
+def _enqueued_at(job: Job, kind: Kind, first: bool) -> str:
+    """The entry's time, stable across retries of the same wait (its sort key is built from it)."""
+    if kind == "image" and first and job.stage_times.get(JobStatus.QUEUED.value):
+        return job.stage_times[JobStatus.QUEUED.value]
+    recorded = job.queued_image_at if kind == "image" else job.queued_video_at
+    if recorded and job.waiting_entry and job.waiting_entry.startswith(f"{kind}|"):
+        return recorded
+    return iso(now())
+
+
+def _split_entry(value: str) -> tuple[Kind, str]:
+    kind, sk = value.split("|", 1)
+    if kind not in KINDS:
+        raise ValueError(f"not an admission entry: {value}")
+    return kind, sk  # type: ignore[return-value]
+
+
+class HeldSlot:
+    """A slot taken by ``Gate.acquire``: ``release`` frees it once, however many paths call it."""
+
+    def __init__(self, gate: Gate, job_id: str, kind: Kind):
+        self._gate, self._job_id, self._kind, self._done = gate, job_id, kind, False
+
+    def release(self) -> None:
+        if not self._done:
+            self._done = True
+            self._gate.release(self._job_id, self._kind)
+
+
+def _render_still_runs(job: Job) -> bool:
+    """A cancelled job whose render SageMaker had accepted: it runs to its end (async inference has no cancel)."""
+    return job.status is JobStatus.CANCELLED and job.async_invocation is not None
+
+
+def _age_s(moment: str) -> float:
+    return (now() - parse_time(moment)).total_seconds()

@@ -1,0 +1,148 @@
+"""Issue 34: one fair queue in front of the GPUs, run by the real state machine on moto (harness.py).
+
+The image endpoint's capacity is set through the stand-in for DescribeEndpoint (``pipeline.instances``) and taken by
+admission's healing schedule (``pipeline.heal_admission``), as a scale-in would be on AWS.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tests.integration.pipeline.harness import Pipeline
+
+
+def _capacity(pipeline: Pipeline, image: int, video: int = 64) -> None:
+    pipeline.instances.counts.update({"image-endpoint": image, "video-endpoint": video})
+    pipeline.heal_admission()  # creates the pools and takes the capacity (DescribeEndpoint)
+
+
+def _submit(pipeline: Pipeline, caller: str, prompt: str, **fields: Any) -> str:
+    answer = pipeline.api("POST", "/jobs", {"prompt": prompt, **fields}, caller=caller)
+    assert answer["statusCode"] == 202, answer["json"]
+    return answer["json"]["job_id"]
+
+
+def _prompts_called(pipeline: Pipeline) -> list[str]:
+    return [body["prompt"] for body in list(pipeline.image_endpoint.calls)]
+
+
+def _status(pipeline: Pipeline, job_id: str, caller: str = "tester") -> dict[str, Any]:
+    return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]
+
+
+class _Gate:
+    """Holds every image call until the test opens it (a stand-in for a slow model, without sleeping)."""
+
+    def __init__(self, pipeline: Pipeline):
+        self.open = threading.Event()
+        original = pipeline.image_endpoint.generate
+
+        def generate(body: dict[str, Any]) -> bytes:
+            result = original(body)  # recorded first: the order of calls is the order of admission
+            self.open.wait(60)
+            return result
+
+        pipeline.image_endpoint.generate = generate  # type: ignore[method-assign]
+
+
+def test_an_uncontended_job_is_admitted_without_waiting(pipeline):
+    """Free capacity and nobody waiting: GenerateImage takes the slot itself (one transaction), no wait state runs,
+    the job never shows queued, and the slot is free again after the image call."""
+    _capacity(pipeline, image=2)
+    job_id = _submit(pipeline, "caller-a", "uncontended")
+    pipeline.wait_rendering(job_id)
+    names = [name for name, payload in pipeline.invocations if payload.get("job_id") == job_id]
+    assert "wait_for_slot" not in names and names[:1] == ["generate_image"]
+    assert "queued" not in _status(pipeline, job_id, "caller-a")["stage_times"]
+    pools = pipeline.heal_admission()
+    assert pools["image"]["in_use"] == 0 and pools["video"]["in_use"] == 1  # the render holds its video slot
+
+
+def test_a_second_caller_is_served_before_the_first_callers_later_jobs(pipeline):
+    """One image slot, caller A's five jobs queued before caller B's one: B's job is the third image call (A's
+    running job, then the freed slot goes to the caller served least recently, A's next and then B), not the sixth;
+    while they wait, GET /jobs/{id} shows each job's place among its own caller's jobs and that two callers share."""
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    a_jobs = [_submit(pipeline, "caller-a", f"a{i}") for i in range(5)]
+
+    def statuses() -> list[str]:
+        return sorted(_status(pipeline, job_id, "caller-a")["status"] for job_id in a_jobs)
+
+    pipeline.wait(lambda: statuses() == ["generating_image", *["queued"] * 4], timeout=60, what="A's jobs queued")
+    b_job = _submit(pipeline, "caller-b", "b0")
+    pipeline.wait(lambda: _status(pipeline, b_job, "caller-b")["status"] == "queued", what="B's job queued")
+
+    waiting = [job_id for job_id in a_jobs if _status(pipeline, job_id, "caller-a")["status"] == "queued"]
+    views = [_status(pipeline, job_id, "caller-a")["queue"] for job_id in waiting]
+    assert [view["position"] for view in views] == [0, 1, 2, 3]  # in order of acceptance, within the caller
+    assert {(view["kind"], view["callers"]) for view in views} == {("image", 2)}
+    assert _status(pipeline, b_job, "caller-b")["queue"]["position"] == 0
+
+    gate.open.set()
+    pipeline.wait(lambda: len(_prompts_called(pipeline)) == 6, timeout=60, what="every image call")
+    order = _prompts_called(pipeline)
+    # the running job, A's oldest waiting one (the callers tie: never served, A waited longer), then B: not sixth
+    assert order.index("b0") <= 2, order
+    first_a = order[0]
+    assert [p for p in order if p.startswith("a") and p != first_a] == sorted(
+        p for p in order if p.startswith("a") and p != first_a
+    )  # FIFO within a caller
+    for job_id in [*a_jobs, b_job]:
+        pipeline.wait_rendering(job_id)
+    assert pipeline.heal_admission()["image"] | {"in_use": 0, "waiting": 0} == pipeline.heal_admission()["image"]
+
+
+def test_a_job_not_admitted_within_max_queue_seconds_expires_with_one_event_and_no_model_call(pipeline):
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    holder = _submit(pipeline, "caller-a", "holds the slot")
+    pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
+    late = _submit(pipeline, "caller-b", "never admitted", max_queue_seconds=1)
+    pipeline.wait(lambda: _status(pipeline, late, "caller-b")["status"] == "expired", timeout=20, what="expired")
+    view = _status(pipeline, late, "caller-b")
+    assert view["error"]["code"] == "QueueTimeExceeded" and "nothing was rendered or billed" in view["error"]["message"]
+    assert view["queue"] is None
+    events = [e for e in pipeline.consumer_events(expect=1) if e["job_id"] == late]
+    assert [e["event_type"] for e in events] == ["job.expired"]
+    assert "never admitted" not in _prompts_called(pipeline)
+    gate.open.set()
+    pipeline.wait_rendering(holder)
+    assert pipeline.execution(late)["status"] == "FAILED"  # JobExpired
+    assert "never admitted" not in _prompts_called(pipeline)
+    assert pipeline.heal_admission()["image"]["waiting"] == 0
+
+
+def test_cancelling_a_waiting_job_calls_no_model_and_says_so(pipeline):
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    _submit(pipeline, "caller-a", "holds the slot")
+    pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
+    waiting = _submit(pipeline, "caller-a", "cancelled while waiting")
+    pipeline.wait(lambda: _status(pipeline, waiting, "caller-a")["status"] == "queued", what="queued")
+    answer = pipeline.api("DELETE", f"/jobs/{waiting}", caller="caller-a")
+    assert answer["statusCode"] == 200, answer["json"]
+    assert answer["json"]["cancelled_at_stage"] == "queue" and answer["json"]["model_called"] is False
+    assert "nothing was rendered or billed" in answer["json"]["note"]
+    assert pipeline.heal_admission()["image"]["waiting"] == 0  # out of the queue at once
+    gate.open.set()
+    pipeline.wait(lambda: pipeline.execution(waiting)["status"] == "ABORTED", what="the execution stopped")
+    assert _prompts_called(pipeline) == ["holds the slot"]
+    events = [e for e in pipeline.consumer_events(expect=1) if e["job_id"] == waiting]
+    assert [e["event_type"] for e in events] == ["job.cancelled"]
+
+
+def test_a_waiting_job_gets_one_job_queued_event(pipeline):
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    _submit(pipeline, "caller-a", "holds the slot")
+    pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
+    waiting = _submit(pipeline, "caller-a", "waits")
+    pipeline.wait(lambda: _status(pipeline, waiting, "caller-a")["status"] == "queued", what="queued")
+    gate.open.set()
+    pipeline.wait_rendering(waiting)
+    events = pipeline.consumer_events(expect=2, progress=True)
+    queued = [e for e in events if e["event_type"] == "job.queued"]
+    assert [e["job_id"] for e in queued] == [waiting]  # the job that did not wait has none
+    assert queued[0]["queue"]["kind"] == "image" and queued[0]["status"] == "queued"

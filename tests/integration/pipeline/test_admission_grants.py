@@ -1,0 +1,156 @@
+"""Issue 34: admission's grants are conditional transactions. Many jobs take, wait for and release a small pool's slots
+at once on threads (moto's DynamoDB with the local stack's per-request isolation, patch 26): no slot is ever granted
+twice, the pool never holds more than its capacity, releases racing each other free a slot once, a grant whose wait is
+already over (a dead task token) gives its slot back, and at the end nothing leaks: no holder, nobody waiting, in_use 0.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from omnireel.admission.gate import Gate, PoolConfig
+from omnireel.jobs.job import Job, JobStatus, iso, now
+from omnireel.jobs.request import parse_job_request
+from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
+from omnireel_template import load_template
+
+CAPACITY = 3
+
+
+class FakeInstances:
+    def count(self, endpoint: str) -> int:
+        return CAPACITY
+
+
+class Callbacks:
+    """Task tokens as Step Functions keeps them: answered once; a dead one (its wait timed out) is refused."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiters: dict[str, threading.Event] = {}
+        self.dead: set[str] = set()
+        self.answered: list[str] = []
+
+    def succeed(self, token: str, output: dict) -> bool:
+        with self.lock:
+            if token in self.dead or token in self.answered:
+                return False
+            self.answered.append(token)
+        self.waiters[token].set()
+        return True
+
+
+@pytest.fixture
+def stores(monkeypatch):
+    with mock_aws():
+        patch_dynamodb_atomic_requests(monkeypatch.setattr)
+        from omnireel.aws import clients
+
+        clients.client.cache_clear()
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        resources = load_template()["Resources"]
+        for name, table in (("jobs", "JobsTable"), ("admission", "AdmissionTable")):
+            spec = resources[table]["Properties"]
+            extra = {"GlobalSecondaryIndexes": spec["GlobalSecondaryIndexes"]} if "GlobalSecondaryIndexes" in spec else {}
+            ddb.create_table(
+                TableName=name,
+                AttributeDefinitions=spec["AttributeDefinitions"],
+                KeySchema=spec["KeySchema"],
+                BillingMode="PAY_PER_REQUEST",
+                **extra,
+            )
+        from omnireel.aws.admission_store import AdmissionStore
+        from omnireel.aws.job_store import JobStore
+
+        yield JobStore("jobs"), AdmissionStore("admission")
+        clients.client.cache_clear()
+
+
+def _job(jobs, owner: str) -> str:
+    job_id = str(uuid.uuid4())
+    stamp = iso(now())
+    jobs.create(
+        Job(
+            job_id=job_id,
+            status=JobStatus.ACCEPTED,
+            request=parse_job_request({"prompt": "p"}),
+            source="api",
+            owner=owner,
+            created_at=stamp,
+            updated_at=stamp,
+        )
+    )
+    return job_id
+
+
+def test_concurrent_grants_and_releases_never_grant_a_slot_twice_and_leak_none(stores):
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=FakeInstances(),  # type: ignore[arg-type]
+    )
+    gate.refresh("image")
+    job_ids = [_job(jobs, f"caller-{i % 3}") for i in range(24)]
+    holding: set[str] = set()
+    served: list[str] = []
+    peak = [0]
+    lock = threading.Lock()
+    abandoned: list[str] = []
+    dead = set(random.Random(7).sample(job_ids, 4))  # their waits time out: a grant to them must come back
+
+    def use_slot(job_id: str) -> None:
+        with lock:
+            assert job_id not in holding, f"{job_id} granted twice"
+            holding.add(job_id)
+            peak[0] = max(peak[0], len(holding))
+            assert len(holding) <= CAPACITY
+            served.append(job_id)
+        threading.Event().wait(random.uniform(0, 0.01))  # the model call (a bounded pause, not a synchronisation)
+        with lock:
+            holding.discard(job_id)
+        # two releases race (the stage's end and the terminal transition): the slot is freed once
+        with ThreadPoolExecutor(2) as pool:
+            freed = list(pool.map(lambda _: gate.store.release("image", job_id), range(2)))
+        assert sorted(freed) == [False, True]
+        gate.dispatch("image")
+
+    def run(job_id: str) -> None:
+        if gate.acquire(job_id, "image"):
+            use_slot(job_id)
+            return
+        token = str(uuid.uuid4())
+        callbacks.waiters[token] = threading.Event()
+        if job_id in dead:
+            callbacks.dead.add(token)
+        gate.wait(job_id, "image", token)
+        if job_id in dead:
+            with lock:
+                abandoned.append(job_id)
+            return
+        assert callbacks.waiters[token].wait(60), f"{job_id} never granted"
+        use_slot(job_id)
+
+    with ThreadPoolExecutor(12) as pool:
+        for future in [pool.submit(run, job_id) for job_id in job_ids]:
+            future.result()
+    for _ in range(3):  # the dead waits' entries leave when a grant finds their tokens gone
+        gate.dispatch("image")
+
+    pool_item = store.pool("image")
+    assert pool_item is not None
+    assert (pool_item.in_use, pool_item.waiting, store.holders("image"), store.entries("image")) == (0, 0, [], [])
+    alive = [job_id for job_id in job_ids if job_id not in abandoned]
+    assert sorted(served) == sorted(alive) and len(served) == len(set(served))
+    assert 1 <= peak[0] <= CAPACITY
