@@ -21,10 +21,14 @@ PRICES_SOURCE: Final = (
 )
 PRICES_REGION: Final = "us-east-1"
 
-# USD per instance hour. ml.g6.xlarge: the image endpoint's default; ml.g6e.xlarge: the video endpoint's default.
+# USD per instance hour: the template's default instance types (image and TTS pools in priority order: ml.g6.xlarge,
+# ml.g6e.xlarge, ml.g5.xlarge, ml.g4dn.xlarge; video: ml.g6e.xlarge). docs/operations.md "Cost" shows the same figures
+# (tests/unit/usage/test_prices.py keeps them equal).
 ON_DEMAND_USD_PER_HOUR: Final[dict[str, float]] = {
     "ml.g6.xlarge": 1.01,
     "ml.g6e.xlarge": 2.33,
+    "ml.g5.xlarge": 1.41,
+    "ml.g4dn.xlarge": 0.74,
 }
 
 
