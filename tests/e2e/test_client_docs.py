@@ -6,6 +6,7 @@ cannot drift: an example added to the page runs here too (and must say what it p
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -38,7 +39,7 @@ EXPECTED = {
     ],
     "errors": ["400 InvalidRequest", "  prompt: ", "  video.num_frames: ", "  video.width: "],
     "paging_and_cancel": [r"cancelled - ", r"on the first page; more: (True|False)"],
-    "async_batch": [r"3/3 done", r"succeeded 3 failed 0", r"manifest http"],
+    "async_batch": [r"completed: 3/3 started, 3/3 done", r"succeeded 3 failed 0", r"manifest http"],
     "send_to_receiver": [r"submitted [0-9a-f-]{36}"],
     "receiver": [],  # run by uvicorn: test_the_webhook_receiver_verifies_a_real_delivery
 }
@@ -109,6 +110,10 @@ def test_the_example_runs(name: str, venv: Path, stack: LocalStack, tmp_path: Pa
     output = _run(venv, stack, tmp_path, _examples()[name])
     for expected in EXPECTED[name]:
         assert re.search(expected, output), f"{expected!r} not in:\n{output}"
+    # on_progress fires when something changed: a progress line never repeats the one before it (issue 37 item 6:
+    # the batch example printed "0/3 done" twice, its line leaving out what had changed).
+    lines = output.splitlines()
+    assert all(a != b for a, b in itertools.pairwise(lines)), output
     if name == "submit_and_wait":
         videos = list((tmp_path / "out").glob("*/video.mp4"))
         assert len(videos) == 1 and videos[0].read_bytes()[4:8] == b"ftyp"
