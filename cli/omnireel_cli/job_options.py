@@ -52,6 +52,14 @@ JOB_FIELDS: list[JobField] = [
         repeat=True,
     ),
     JobField(
+        "--max-queue-seconds",
+        ("max_queue_seconds",),
+        int,
+        "how long the job may wait for a GPU slot before it ends expired, nothing rendered or billed (1..86400; "
+        "default 3600)",
+        "SECONDS",
+    ),
+    JobField(
         "--steps",
         ("video", "num_inference_steps"),
         int,

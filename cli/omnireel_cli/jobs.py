@@ -17,7 +17,7 @@ from .target import Target
 if TYPE_CHECKING:
     from omnireel_client import Job
 
-TERMINAL = {"succeeded", "failed", "cancelled"}
+TERMINAL = {"succeeded", "failed", "cancelled", "expired"}
 STAGES = (("image_s", "image"), ("staging_s", "staging"), ("video_queue_and_render_s", "video (queue + render)"))
 
 

@@ -16,14 +16,16 @@ from typing import Any, TextIO
 
 STAGE_LABELS = {
     "accepted": "accepted",
+    "queued": "queued for a GPU",
     "generating_image": "generating image",
     "staging_video": "staging video",
     "rendering_video": "rendering video",
     "succeeded": "succeeded",
     "failed": "failed",
     "cancelled": "cancelled",
+    "expired": "expired (never admitted)",
 }
-ORDER = ("accepted", "generating_image", "staging_video", "rendering_video")
+ORDER = ("accepted", "queued", "generating_image", "staging_video", "rendering_video")
 TICK_S = 0.2
 BAR_WIDTH = 24
 

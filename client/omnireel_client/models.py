@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-TERMINAL = ("succeeded", "failed", "cancelled")
+TERMINAL = ("succeeded", "failed", "cancelled", "expired")  # expired: never admitted within max_queue_seconds
 # The stages a job passes through, in order (GET /jobs/{id} ``status``; ``stage_times`` has one entry per stage).
 STAGES = ("accepted", "generating_image", "staging_video", "rendering_video")
 

@@ -172,16 +172,16 @@ def test_a_lost_terminal_event_is_counted_once_and_its_slot_freed(aws):
     _end(aws, first)
     lost = _receive(aws, "events")  # line 1's job.cancelled: taken off the queue, never counted (lost)
     assert [e["job_id"] for e in lost] == [first]
-    assert aws["store"].in_flight() == 1 and _run_work(aws)["deferred"] == 1  # before the repair: stuck
+    assert aws["store"].in_flight(batch.batch_id) == 1 and _run_work(aws)["deferred"] == 1  # before the repair: stuck
 
     repairs = aws["reconciler"].run(_later())
     assert (repairs.lines_counted, repairs.slots_freed, repairs.total) == (1, 1, 1)
-    assert aws["store"].in_flight() == 0 and aws["store"].find(batch.batch_id).cancelled == 1
+    assert aws["store"].in_flight(batch.batch_id) == 0 and aws["store"].find(batch.batch_id).cancelled == 1
     assert aws["reconciler"].run(_later()).total == 0  # idempotent: nothing left to repair
 
     # The late real event counts nothing more and frees no second slot.
     assert aws["progress"].record(lost[0]) is None
-    assert aws["store"].find(batch.batch_id).terminal == 1 and aws["store"].in_flight() == 0
+    assert aws["store"].find(batch.batch_id).terminal == 1 and aws["store"].in_flight(batch.batch_id) == 0
 
     assert _run_work(aws)["accepted"] == 1  # line 2 gets the freed slot
     second = aws["workflow"].started[1]
@@ -190,7 +190,7 @@ def test_a_lost_terminal_event_is_counted_once_and_its_slot_freed(aws):
     assert [c.batch_id for c in completed if c] == [batch.batch_id]
     published = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
     assert len(published) == 1 and published[0]["counts"]["cancelled"] == 2
-    assert aws["reconciler"].run(_later()).total == 0 and aws["store"].in_flight() == 0
+    assert aws["reconciler"].run(_later()).total == 0 and aws["store"].in_flight(batch.batch_id) == 0
 
 
 def test_the_reconciler_and_a_concurrent_event_count_a_line_once(aws):
@@ -236,7 +236,7 @@ def test_the_last_receive_fails_lines_that_cannot_start(aws):
     assert event["event_type"] == "job.failed" and event["batch"]["line"] == 1
     assert "could not be submitted" in event["error"]["message"]
     assert aws["progress"].record(event) is not None  # the batch completes; the slot is free again
-    assert aws["store"].in_flight() == 0 and aws["store"].find(batch.batch_id).failed == 1
+    assert aws["store"].in_flight(batch.batch_id) == 0 and aws["store"].find(batch.batch_id).failed == 1
 
 
 def test_post_batches_that_cannot_queue_is_ended_by_the_reconciler(aws, monkeypatch):
@@ -354,3 +354,14 @@ def test_a_split_step_failing_on_its_last_receive_ends_the_batch_at_its_cursor(a
     assert batch.truncated.code == "SplitFailed" and batch.truncated.truncated_at_line == 1
     (completed,) = [e for e in _receive(aws, "events") if e.get("event_type") == "batch.completed"]
     assert completed["truncated"]["code"] == "SplitFailed" and completed["counts"]["total"] == 0
+
+
+def test_the_in_flight_cap_is_per_batch_so_one_callers_batch_does_not_hold_back_anothers(aws):
+    """Issue 34 item 2: BatchMaxInFlightJobs (1 here) caps each batch, not the stack: alice's second line waits for her
+    batch's place, bob's line starts at once (on main the stack-wide pool deferred it behind alice's batch). The GPUs
+    are shared across callers by admission's fair queue, which every batch job goes through."""
+    alice, _ = aws["intake"].start_api_batch(_jobs(2), owner="alice", idempotency_key="cap-a")
+    bob, _ = aws["intake"].start_api_batch(_jobs(1), owner="bob", idempotency_key="cap-b")
+    outcome = _run_work(aws)
+    assert (outcome["accepted"], outcome["deferred"]) == (2, 1)
+    assert aws["store"].in_flight(alice.batch_id) == 1 and aws["store"].in_flight(bob.batch_id) == 1

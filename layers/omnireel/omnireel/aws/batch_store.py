@@ -1,7 +1,9 @@
 """The batches table: one record per batch, one item per line, and the in-flight counter, all race-safe.
 
 Keys (``batch_id``, ``item``): the batch record is ``item = "batch"``, a line is ``item = "line#00042"``, and the
-stack-wide count of batch jobs in flight is the item (``#in-flight``, ``#in-flight``). Every count changes in one
+count of the batch's jobs in flight is the item (``<batch id>``, ``#in-flight``): a per-batch cap since issue 34 (the
+GPUs' fair share across callers is admission's, ``omnireel.admission``; one caller's batch no longer holds back every
+other caller's). Every count changes in one
 DynamoDB transaction with the line item whose condition makes the change happen once: a line is submitted once
 (``attribute_not_exists(submitted)``) and counted terminal once (``attribute_not_exists(terminal)``), so a retried
 message or a duplicate terminal event never counts twice and never releases an in-flight slot twice.
@@ -35,6 +37,8 @@ IN_FLIGHT = "#in-flight"
 OPEN_ITEMS_INDEX = "open-items"
 OPEN_SHARDS = tuple("0123456789abcdef")
 TERMINAL_COUNTERS = {"succeeded", "failed", "cancelled"}
+# A line whose job expired (never admitted within its max_queue_seconds, issue 34) counts as failed: its error says why.
+COUNTED_AS = {"expired": "failed"}
 _CONFLICT_RETRIES = 8
 
 
@@ -280,7 +284,7 @@ class BatchStore:
                 {
                     "Update": {
                         "TableName": self._name,
-                        "Key": self._key(IN_FLIGHT, IN_FLIGHT),
+                        "Key": self._key(batch_id, IN_FLIGHT),
                         "UpdateExpression": "ADD in_flight :one",
                         "ConditionExpression": "attribute_not_exists(in_flight) OR in_flight < :max",
                         "ExpressionAttributeValues": to_attributes({":one": 1, ":max": max_in_flight}),
@@ -338,7 +342,7 @@ class BatchStore:
                 {
                     "Update": {
                         "TableName": self._name,
-                        "Key": self._key(IN_FLIGHT, IN_FLIGHT),
+                        "Key": self._key(batch_id, IN_FLIGHT),
                         "UpdateExpression": "ADD in_flight :minus",
                         "ExpressionAttributeValues": to_attributes({":minus": -1}),
                     }
@@ -346,8 +350,9 @@ class BatchStore:
             )
         return self._transact(items)
 
-    def in_flight(self) -> int:
-        item = self._get(IN_FLIGHT, IN_FLIGHT)
+    def in_flight(self, batch_id: str) -> int:
+        """The batch's jobs in flight (its cap: BatchMaxInFlightJobs)."""
+        item = self._get(batch_id, IN_FLIGHT)
         return int(item.get("in_flight", 0)) if item else 0
 
     # ------------------------------------------------------------ completion

@@ -9,7 +9,8 @@ step only re-queues chunks (harmless: every line's job is idempotent).
 becomes one failed job (``reject_submission`` + ``finish_job``: a ``job.failed`` event) whose reason starts with
 ``line N:``. Backpressure: an accepted line takes an in-flight slot (``BatchStore.submit_line``) before its job
 starts and gives it back when the job is terminal (``batch_progress``); with no slot free, the rest of the chunk is
-queued again with a delay that grows with each attempt, so at most ``max_in_flight`` batch jobs run at once. The
+queued again with a delay that grows with each attempt, so at most ``max_in_flight`` jobs of one batch run at once (a
+per-batch cap since issue 34: every job then waits for its GPU slot in admission's fair queue, omnireel.admission). The
 wait is bounded: a line still without a slot ``max_deferral_s`` after it was first queued fails with that reason.
 
 A work item on its last receive (the queue's ``maxReceiveCount``) does not go to the dead-letter queue silently: a

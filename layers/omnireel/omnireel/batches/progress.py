@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_store import TERMINAL_COUNTERS, Batch, BatchStore
+from omnireel.aws.batch_store import COUNTED_AS, TERMINAL_COUNTERS, Batch, BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.core.records import to_dict
 from omnireel.events.batch_events import BatchEvent, BatchManifest, batch_event_id
@@ -44,7 +44,7 @@ class Progress:
     def record(self, event: dict[str, Any]) -> BatchEvent | None:
         """One job event (the topic's JSON body). Returns the ``batch.completed`` published now, if any."""
         batch = event.get("batch") or {}
-        status = event.get("status")
+        status = COUNTED_AS.get(event.get("status") or "", event.get("status"))
         if not batch or status not in TERMINAL_COUNTERS:
             return None
         batch_id, line = batch["batch_id"], int(batch["line"])

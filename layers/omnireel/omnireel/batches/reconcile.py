@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from omnireel.aws.batch_queue import DeadLetters
-from omnireel.aws.batch_store import BATCH_ITEM, TERMINAL_COUNTERS, Batch, BatchStore
+from omnireel.aws.batch_store import BATCH_ITEM, COUNTED_AS, TERMINAL_COUNTERS, Batch, BatchStore
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.batches.batch import MAX_FILE_BYTES, Line, split_lines
@@ -125,7 +125,8 @@ class Reconciler:
             repairs.jobs_failed += 1
             repairs.details.append(f"{batch_id} line {number}: job never created, failed")
             return False
-        if job.status.value not in TERMINAL_COUNTERS:
+        status = COUNTED_AS.get(job.status.value, job.status.value)
+        if status not in TERMINAL_COUNTERS:
             return False  # still running: its own event (or the job deadline sweep) ends it
         ended = parse_time(job.updated_at)
         if ended and ended > cutoff:
@@ -134,7 +135,7 @@ class Reconciler:
             batch_id,
             number,
             job_id=job.job_id,
-            status=job.status.value,
+            status=status,
             video=job.artifacts.video,
             error=job.error.message if job.error else None,
             release_slot=item.get("submitted") == "accepted",

@@ -61,6 +61,9 @@ class ArtifactSettings(JobStoreSettings, frozen=True, kw_only=True):
     # The admission table (omnireel.admission): slots, holders and waiting jobs. Set for every function (Globals);
     # the functions that grant, release or show a queue position read it.
     admission_table: str | None = None
+    # The admission table (omnireel.admission): slots, holders and waiting jobs. Set for every function (Globals);
+    # the functions that grant, release or show a queue position read it.
+    admission_table: str | None = None
 
 
 class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
@@ -96,7 +99,8 @@ class BatchSettings(InboxSettings, frozen=True, kw_only=True):
 
     batches_table: str
     batch_queue_url: str
-    # template.yaml BatchMaxInFlightJobs: batch jobs running at once, stack-wide (the backpressure bound).
+    # template.yaml BatchMaxInFlightJobs: jobs of one batch running at once (a per-batch cap since issue 34: the GPUs are
+    # shared across callers by admission, omnireel.admission).
     batch_max_in_flight_jobs: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 100
     batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
     # template.yaml BatchMaxDeferralSeconds: a line still without an in-flight slot this long after it was first
@@ -157,6 +161,21 @@ class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
     # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
     job_deadline_seconds: Annotated[int, msgspec.Meta(ge=1)]
     state_machine_arn: str
+
+
+class AdmissionSettings(PublishSettings, frozen=True, kw_only=True):
+    """WaitForSlot and the admission healing schedule: each endpoint's capacity (instances from DescribeEndpoint x
+    per-instance concurrency, template.yaml ImageConcurrencyPerInstance / VideoMaxConcurrentInvocationsPerInstance)."""
+
+    admission_table: str
+    image_endpoint_name: str
+    video_endpoint_name: str
+    image_concurrency_per_instance: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    video_max_concurrent_invocations_per_instance: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 1
+
+
+class AdmissionHealSettings(AdmissionSettings, frozen=True, kw_only=True):
+    state_machine_arn: str  # is a holder's (or a waiting job's) execution still running?
 
 
 class AdmissionSettings(PublishSettings, frozen=True, kw_only=True):
