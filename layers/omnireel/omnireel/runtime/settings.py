@@ -61,9 +61,6 @@ class ArtifactSettings(JobStoreSettings, frozen=True, kw_only=True):
     # The admission table (omnireel.admission): slots, holders and waiting jobs. Set for every function (Globals);
     # the functions that grant, release or show a queue position read it.
     admission_table: str | None = None
-    # The admission table (omnireel.admission): slots, holders and waiting jobs. Set for every function (Globals);
-    # the functions that grant, release or show a queue position read it.
-    admission_table: str | None = None
 
 
 class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
@@ -161,21 +158,6 @@ class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
     # template.yaml JobDeadlineSeconds: longer than any execution can run (tests/unit/template derives the bound).
     job_deadline_seconds: Annotated[int, msgspec.Meta(ge=1)]
     state_machine_arn: str
-
-
-class AdmissionSettings(PublishSettings, frozen=True, kw_only=True):
-    """WaitForSlot and the admission healing schedule: each endpoint's capacity (instances from DescribeEndpoint x
-    per-instance concurrency, template.yaml ImageConcurrencyPerInstance / VideoMaxConcurrentInvocationsPerInstance)."""
-
-    admission_table: str
-    image_endpoint_name: str
-    video_endpoint_name: str
-    image_concurrency_per_instance: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
-    video_max_concurrent_invocations_per_instance: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 1
-
-
-class AdmissionHealSettings(AdmissionSettings, frozen=True, kw_only=True):
-    state_machine_arn: str  # is a holder's (or a waiting job's) execution still running?
 
 
 class AdmissionSettings(PublishSettings, frozen=True, kw_only=True):
