@@ -1,11 +1,14 @@
 # omnireel — developer entry points. Quick start: `make demo`, then `make test`.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# Independent targets run in parallel: the environments build side by side (each waits only for uv and for the venvs
+# it extends: .venv -> .venv-emulator -> .venv-dev), and `make lint` runs validate and checkov together. `make -j1 ...`
+# runs one thing at a time.
+MAKEFLAGS += --jobs=4
 
 PYTHON_BOOT := $(shell scripts/find-python)
 VENV        := .venv
 PY          := $(VENV)/bin/python
-PIP         := $(PY) -m pip --disable-pip-version-check -q
 SAM_VENV    := .venv-sam
 SAM         := $(SAM_VENV)/bin/sam
 STAMP       := $(VENV)/.installed
@@ -15,31 +18,57 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 AWS_VENV    := .venv-aws
 AWS_STAMP   := $(AWS_VENV)/.installed
 NODE_STAMP  := node_modules/.installed
-# Quiet pip's notes about local mirrors that do not exist on every machine.
-PIP_FILTER  := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli checkov lint test test-unit test-integration test-e2e demo build validate clean destroy bench smoke relay-image preflight deploy
+# Every environment is created and filled by uv from its lock in requirements/lock/ (`make lock` writes them from the
+# hand-edited requirements/*.txt: exact versions and every file's sha256). Installs are --require-hashes --no-deps:
+# exactly the lock, nothing resolved at install time. uv itself lives in .venv-uv, installed by the bootstrap Python's
+# pip from its own hash-pinned lock. uv never downloads a Python: every venv uses the one scripts/find-python found.
+# No bytecode is compiled at install (Python writes it on first import: only the modules used, docs/benchmarks.md).
+UV_VENV     := .venv-uv
+UV          := $(UV_VENV)/bin/uv
+UV_STAMP    := $(UV_VENV)/.installed
+LOCK        := requirements/lock
+export UV_PYTHON_DOWNLOADS := never
+UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps
+UV_SYNC     := $(UV) pip sync --quiet --require-hashes
+
+.PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli uv envs lock checkov lint test test-unit test-integration test-e2e test-scale test-durations demo build validate clean destroy bench smoke relay-image preflight deploy
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): requirements/venv.txt requirements/local.txt requirements/constraints.txt layers/omnireel/requirements.txt relay/requirements.txt pyproject.toml
+$(UV_STAMP): $(LOCK)/uv.txt
+	@test -n "$(PYTHON_BOOT)" || { echo "no Python >= 3.12 found" >&2; exit 1; }
+	@echo "==> [$(UV_VENV)] installing uv (the installer of every venv; pinned with its hashes: $(LOCK)/uv.txt)"
+	@test -x $(UV_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(UV_VENV)
+	@# Quiet pip's notes about local mirrors that do not exist on every machine.
+	@$(UV_VENV)/bin/python -m pip --disable-pip-version-check -q install --require-hashes -r $(LOCK)/uv.txt 2>&1 \
+		| { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	@touch $@
+
+uv: $(UV_STAMP) ## install the pinned uv into .venv-uv (every other venv is made with it)
+
+lock: $(UV_STAMP) ## re-resolve requirements/lock/*.txt from requirements/*.txt (after editing a pin)
+	@$(PYTHON_BOOT) scripts/lock_requirements.py $(UV)
+
+$(STAMP): $(UV_STAMP) $(LOCK)/venv.txt pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { echo "no Python >= 3.12 found" >&2; exit 1; }
 	@echo "==> [.venv 1/3] creating $(VENV) with $(PYTHON_BOOT)"
-	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	@echo "==> [.venv 2/3] installing the local stack, the layer and the relay into $(VENV) (pinned: requirements/venv.txt; pip, quiet: the longest phase)"
-	@$(PIP) install -r requirements/venv.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@test -x $(PY) || $(UV) venv --quiet --python $(PYTHON_BOOT) $(VENV)
+	@echo "==> [.venv 2/3] installing the local stack, the layer and the relay into $(VENV) (uv: $(LOCK)/venv.txt)"
+	@$(UV_SYNC) --python $(PY) $(LOCK)/venv.txt
 	@echo "==> [.venv 3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
-	@$(PIP) install --no-deps --no-build-isolation -e . $(PIP_FILTER)
-	@# setuptools was only the editable install's build backend: nothing imports it at run time (10 MB).
-	@$(PIP) uninstall -y setuptools $(PIP_FILTER) >/dev/null
+	@# setuptools (pinned in the lock) is the editable install's build backend, then removed: nothing imports it at
+	@# run time (10 MB), and no isolated build environment is resolved.
+	@$(UV_INSTALL) --python $(PY) --no-build-isolation -e .
+	@$(UV) pip uninstall --quiet --python $(PY) setuptools
 	@touch $@
 	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MiB on disk)"
 
 venv: $(STAMP) ## create .venv (Python 3.13): what running the stack needs, and the omnireel CLI
 
 # .venv-emulator and .venv-dev EXTEND .venv instead of reinstalling it (scripts/extend-venv: a .pth file runs
-# site.addsitedir() on the bases' site-packages). They have no pip of their own: .venv's pip installs into them.
+# site.addsitedir() on the bases' site-packages). They have no pip: uv installs into them only what their lock adds.
 EMU_VENV    := .venv-emulator
 EMU_PY      := $(EMU_VENV)/bin/python
 EMU_STAMP   := $(EMU_VENV)/.installed
@@ -47,49 +76,52 @@ DEV_VENV    := .venv-dev
 DEV_PY      := $(DEV_VENV)/bin/python
 DEV_STAMP   := $(DEV_VENV)/.installed
 
-$(EMU_STAMP): $(STAMP) requirements/emulator.txt requirements/constraints.txt
+$(EMU_STAMP): $(STAMP) $(LOCK)/emulator.txt
 	@echo "==> [$(EMU_VENV) 1/2] creating $(EMU_VENV) (extends $(VENV)): the container emulator's own environment"
 	@scripts/extend-venv $(PYTHON_BOOT) $(EMU_VENV) $(VENV)
 	@echo "==> [$(EMU_VENV) 2/2] installing PyAV (FFmpeg) and numpy into $(EMU_VENV): the emulator's H.264 MP4s, PNGs and PCM"
-	@$(PIP) --python $(EMU_PY) install -r requirements/emulator.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@$(UV_INSTALL) --python $(EMU_PY) -r $(LOCK)/emulator.txt
 	@touch $@
 	@echo "==> $(EMU_VENV) ready ($$(du -sm $(EMU_VENV) | cut -f1) MiB on disk)"
 
 emulator-venv: $(EMU_STAMP) ## create .venv-emulator (extends .venv): PyAV + numpy for the container emulator
 
-$(DEV_STAMP): $(STAMP) $(EMU_STAMP) requirements/dev.txt requirements/constraints.txt
+$(DEV_STAMP): $(STAMP) $(EMU_STAMP) $(LOCK)/dev.txt
 	@echo "==> [$(DEV_VENV) 1/2] creating $(DEV_VENV) (extends $(VENV) and $(EMU_VENV)): tests, lint, benches"
 	@scripts/extend-venv $(PYTHON_BOOT) $(DEV_VENV) $(EMU_VENV) $(VENV)
 	@echo "==> [$(DEV_VENV) 2/2] installing pytest, ruff, mypy, coverage and the test-only libraries into $(DEV_VENV)"
-	@$(PIP) --python $(DEV_PY) install -r requirements/dev.txt -c requirements/constraints.txt $(PIP_FILTER)
+	@$(UV_INSTALL) --python $(DEV_PY) -r $(LOCK)/dev.txt
 	@touch $@
 	@echo "==> $(DEV_VENV) ready ($$(du -sm $(DEV_VENV) | cut -f1) MiB on disk)"
 
 dev-venv: $(DEV_STAMP) ## create .venv-dev (extends .venv and .venv-emulator): pytest, ruff, mypy, coverage
 
-$(SAM_STAMP): requirements/sam.txt
+# The tool venvs stand alone: each tool pins its own dependencies (its lock is resolved alone).
+$(SAM_STAMP): $(UV_STAMP) $(LOCK)/sam.txt
 	@echo "==> creating $(SAM_VENV) (SAM CLI pins its own boto3)"
-	@test -x $(SAM_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(SAM_VENV)
-	@$(SAM_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements/sam.txt $(PIP_FILTER)
+	@test -x $(SAM_VENV)/bin/python || $(UV) venv --quiet --python $(PYTHON_BOOT) $(SAM_VENV)
+	@$(UV_SYNC) --python $(SAM_VENV)/bin/python $(LOCK)/sam.txt
 	@touch $@
 
 sam-venv: $(SAM_STAMP) ## create .venv-sam with the pinned SAM CLI
 
-$(CHECKOV_STAMP): requirements/checkov.txt
+$(CHECKOV_STAMP): $(UV_STAMP) $(LOCK)/checkov.txt
 	@echo "==> creating $(CHECKOV_VENV) (checkov pins its own dependencies)"
-	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(CHECKOV_VENV)
-	@$(CHECKOV_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements/checkov.txt $(PIP_FILTER)
+	@test -x $(CHECKOV_VENV)/bin/python || $(UV) venv --quiet --python $(PYTHON_BOOT) $(CHECKOV_VENV)
+	@$(UV_SYNC) --python $(CHECKOV_VENV)/bin/python $(LOCK)/checkov.txt
 	@touch $@
 
 checkov-venv: $(CHECKOV_STAMP) ## create .venv-checkov with the pinned checkov
 
-$(AWS_STAMP): requirements/aws.txt
+$(AWS_STAMP): $(UV_STAMP) $(LOCK)/aws.txt
 	@echo "==> creating $(AWS_VENV) (the AWS CLI for \`omnireel aws\`; it pins its own botocore)"
-	@test -x $(AWS_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(AWS_VENV)
-	@$(AWS_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements/aws.txt $(PIP_FILTER)
+	@test -x $(AWS_VENV)/bin/python || $(UV) venv --quiet --python $(PYTHON_BOOT) $(AWS_VENV)
+	@$(UV_SYNC) --python $(AWS_VENV)/bin/python $(LOCK)/aws.txt
 	@touch $@
 
 aws-cli: $(AWS_STAMP) ## create .venv-aws with the pinned AWS CLI (used by `omnireel aws ...`)
+
+envs: $(DEV_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(AWS_STAMP) $(NODE_STAMP) ## every environment `make test` needs, built in parallel
 
 checkov: $(STAMP) $(CHECKOV_STAMP) ## checkov on the SAM-transformed template (waivers live in resource Metadata)
 	@echo "==> checkov (SAM-transformed template.yaml)"
@@ -119,10 +151,25 @@ lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL v
 
 # Test files run in parallel (pytest-xdist, one file per worker at a time): every e2e worker starts its own local
 # stack with its own home and free ports, so workers never share state. TEST_WORKERS=1 runs them one by one.
-# --no-loadscope-reorder: files are handed out in collection order, which tests/conftest.py sorts longest first
-# (xdist's default order is by number of tests, which left the long fault suite and e2e files for the end).
+# --no-loadscope-reorder: files are handed out in collection order, which tests/conftest.py sorts longest first from
+# the measured seconds in tests/durations.json (`make test-durations` refreshes them; xdist's default order is by
+# number of tests, which left the long e2e files for the end). Every run writes its JUnit report to $(JUNIT_DIR)
+# (xunit1: each test names its file), which `make test-durations` reads.
 TEST_WORKERS ?= auto
+JUNIT_DIR := .aws-sam/junit
+JUNIT = -o junit_family=xunit1 --junitxml=$(JUNIT_DIR)/$(1).xml
 PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
+# The scale lane (`make test-scale`, run by .ci/run after `make test`): the cases at scale, minutes each on 2 cores.
+# The fault suite (tests/reliability: its phases wait out Lambda timeouts, heartbeats and retry intervals on purpose),
+# and the batch limits' 1,000 maximum-length jobs and 10 MiB drop. `make test` keeps a boundary case at each of those
+# limits (tests/e2e/test_batch_boundaries.py: 40 maximum-length lines crossing SendMessageBatch's 1 MiB;
+# test_batch_uploads.py and the unit tests: the 6 MB request and the 10 MB upload). SCALE_PATHS are ignored by
+# `make test`, SCALE_TESTS (node ids) deselected; tests/unit/test_test_order.py checks that each still exists.
+SCALE_PATHS := tests/reliability
+SCALE_TESTS := tests/e2e/test_batch_limits.py::test_a_thousand_maximum_length_jobs_through_the_front_door \
+	tests/e2e/test_batch_limits.py::test_a_ten_mebibyte_jsonl_of_four_byte_characters
+NOT_SCALE := $(addprefix --ignore=,$(SCALE_PATHS)) $(addprefix --deselect=,$(SCALE_TESTS))
 
 test-unit: $(DEV_STAMP)
 	@$(PYTEST) tests/unit
@@ -131,34 +178,43 @@ test-integration: $(DEV_STAMP)
 	@$(PYTEST) tests/integration
 
 test-e2e: $(DEV_STAMP) $(AWS_STAMP)
-	@$(PYTEST) tests/e2e
+	@$(PYTEST) tests/e2e $(NOT_SCALE)
+
+test-scale: $(DEV_STAMP) $(AWS_STAMP) ## the scale lane (~5 min): the fault suite, 1,000 maximum-length jobs, a 10 MiB drop
+	@mkdir -p $(JUNIT_DIR)
+	@$(PYTEST) -p no:cacheprovider $(call JUNIT,scale) $(SCALE_PATHS) $(SCALE_TESTS)
+
+test-durations: $(DEV_STAMP) ## run `make test` and `make test-scale`, then write their seconds per file to tests/durations.json
+	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test-scale
+	@$(DEV_PY) scripts/test_durations.py $(JUNIT_DIR)/main.xml $(JUNIT_DIR)/waiting.xml $(JUNIT_DIR)/scale.xml
 
 LINT_LOG := .aws-sam/lint.log
-# The waiting lane: test files that spend most of their wall time waiting (the fault phases' Lambda timeouts,
-# heartbeats and retry intervals; Step Functions heartbeats and callback timeouts; the job deadline's sweeps; emulator
-# restarts; real-time audio) run in their own pytest run beside the xdist workers, two files at a time. In a worker each
-# left a CPU idle for most of its length (measured alone: CPU 20-60 % of wall); beside the workers they only add their
-# bursts of CPU. Not skipped: their output follows pytest's, and either run failing fails `make test`.
-# TEST_WORKERS=1 runs them inline. Coverage is measured in the xdist run only (the lane's in-process tests are the
-# pipeline state machine's).
-WAITING_LANE := tests/reliability tests/integration/pipeline/test_state_machine.py tests/e2e/test_executions.py \
+# The waiting lane: test files that spend most of their wall time waiting (Step Functions heartbeats and callback
+# timeouts; the job deadline's sweeps; emulator restarts; real-time audio) run in their own pytest run beside the xdist
+# workers, two files at a time. In a worker each left a CPU idle for most of its length (measured alone: CPU 20-60 %
+# of wall); beside the workers they only add their bursts of CPU. Not skipped: their output follows pytest's, and
+# either run failing fails `make test`. TEST_WORKERS=1 runs them inline. Coverage is measured in the xdist run only
+# (the lane's in-process tests are the pipeline state machine's).
+WAITING_LANE := tests/integration/pipeline/test_state_machine.py tests/e2e/test_executions.py \
 	tests/e2e/test_supervisor.py tests/integration/relay/test_relay_long_utterances.py \
 	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
-test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## the lint gate alongside unit, integration and e2e tests (in parallel: TEST_WORKERS=auto)
-	@# The lint gate (single-threaded tools, ~1 min) runs in the background while pytest runs: the e2e tests spend much
-	@# of their time waiting on the local stack, so the gate mostly fills idle CPU instead of adding its minute. Its
-	@# output is printed after pytest's; either failing fails `make test` (`make lint` alone runs it in the foreground).
+test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## lint gate, unit, integration, e2e tests with a boundary case at each limit (~4-8 min; the scale cases: make test-scale)
+	@# The lint gate (single-threaded tools, ~1 min, one at a time) runs in the background while pytest runs: the e2e
+	@# tests spend much of their time waiting on the local stack, so the gate mostly fills idle CPU instead of adding
+	@# its minute. Its output is printed after pytest's; either failing fails `make test` (`make lint` alone runs it in
+	@# the foreground).
 	@# Coverage of the product code (layers/, functions/, relay/; settings in pyproject.toml), in-process runs only:
 	@# the e2e tests' Lambda workers are separate processes and are not measured. Floor: the unit tests alone cover
 	@# 68% (2026-12-01); the whole suite only adds to that, so falling under 65% means tests were lost.
-	@mkdir -p $(dir $(LINT_LOG)); echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
-	@$(MAKE) --no-print-directory lint >$(LINT_LOG) 2>&1 & gate=$$!; \
+	@mkdir -p $(dir $(LINT_LOG)) $(JUNIT_DIR); echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
+	@$(MAKE) --no-print-directory -j1 lint >$(LINT_LOG) 2>&1 & gate=$$!; \
 	 if [ -n "$(LANE)" ]; then echo "==> waiting lane in the background (output after the tests: $(WAIT_LOG))"; \
-	   $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder $(LANE) \
+	   $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder $(call JUNIT,waiting) $(LANE) \
 	   >$(WAIT_LOG) 2>&1 & lane=$$!; fi; \
-	 $(PYTEST) tests $(addprefix --ignore=,$(LANE)) --cov --cov-report=term:skip-covered --cov-fail-under=65; \
+	 $(PYTEST) $(call JUNIT,main) tests $(addprefix --ignore=,$(LANE)) $(NOT_SCALE) --cov --cov-report=term:skip-covered --cov-fail-under=65; \
 	 tests=$$?; waits=0; if [ -n "$(LANE)" ]; then wait $$lane; waits=$$?; echo "==> waiting lane"; cat $(WAIT_LOG); fi; \
 	 wait $$gate; lint=$$?; cat $(LINT_LOG); \
 	 if [ $$lint -ne 0 ]; then echo "make test: the lint gate failed (exit $$lint; output above)" >&2; fi; \

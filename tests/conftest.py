@@ -1,6 +1,8 @@
 """Test-wide safety: no test can reach real AWS (fake credentials, a fixed region)."""
 
+import json
 import os
+from pathlib import Path
 
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -41,28 +43,18 @@ _share_botocore_data_loader()
 
 # `make test` runs files in parallel (pytest-xdist --dist loadfile --no-loadscope-reorder): a worker takes the next
 # file when it is done with one. The longest files go first, so the run does not end with one worker alone on a
-# long file while the others are idle (longest-processing-time-first). Order of the files' seconds in `make test` on
-# 2 cores (junit times, 2026-12-01); a file not listed runs after these in collection order. Only the order depends on
-# this list, never what runs: tests/unit/test_test_order.py checks that every path still exists.
-SLOWEST_FIRST = (
-    "tests/reliability/test_faults.py",
-    "tests/integration/pipeline/test_state_machine.py",
-    "tests/e2e/test_executions.py",
-    "tests/e2e/test_consumers.py",
-    "tests/e2e/test_lifecycle.py",
-    "tests/integration/relay/test_relay_long_utterances.py",
-    "tests/e2e/test_s3_corpus.py",
-    "tests/integration/corpus/test_api_corpus_front_door.py",
-    "tests/e2e/test_supervisor.py",
-    "tests/e2e/test_batches.py",
-    "tests/integration/pipeline/test_entry_points.py",
-    "tests/unit/template/test_cold_path_imports.py",
-    "tests/e2e/test_invoke.py",
-    "tests/e2e/test_cli.py",
-    "tests/integration/test_sam_build.py",
-)
+# long file while the others are idle (longest-processing-time-first). The seconds are measured: tests/durations.json,
+# written from a real run's JUnit reports by `make test-durations`. Only the order depends on them, never what runs;
+# tests/unit/test_test_order.py checks that the file names every test file on disk and nothing else.
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+def file_seconds() -> dict[str, float]:
+    """Measured seconds per test file (`tests/...py` -> seconds)."""
+    return {path: float(s) for path, s in json.loads(DURATIONS.read_text())["seconds"].items()}
 
 
 def pytest_collection_modifyitems(items) -> None:
-    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: a file stays together
+    seconds = file_seconds()
+    # stable: a file stays together; a file not in the list (the order test fails for it) runs last
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))

@@ -1,47 +1,120 @@
-"""The run order list in tests/conftest.py names files that exist (a renamed file would silently lose its place)."""
+"""The run order and the lanes (issue 35 items 2 and 3): tests/durations.json names every test file on disk with its
+measured seconds, tests/conftest.py hands files out longest first from it, and the Makefile's lanes name paths and
+tests that exist, each run by exactly one lane."""
 
+from __future__ import annotations
+
+import ast
+import json
+import re
 from pathlib import Path
 
-from tests.conftest import SLOWEST_FIRST
+import tests.conftest as conftest
+from scripts.test_durations import test_files as files_on_disk
 
 ROOT = Path(__file__).resolve().parents[2]
+REFRESH = (
+    "run `make test-durations` (a real `make test` + `make test-scale`: it rewrites tests/durations.json), or add the "
+    "file to tests/durations.json by hand with an estimate of its seconds until the next refresh"
+)
 
 
-def test_every_file_in_the_slowest_first_list_exists() -> None:
-    missing = [path for path in SLOWEST_FIRST if not (ROOT / path).is_file()]
-    assert not missing, f"tests/conftest.py SLOWEST_FIRST names files that do not exist: {missing}"
-    assert len(set(SLOWEST_FIRST)) == len(SLOWEST_FIRST)
+def _makefile() -> str:
+    return (ROOT / "Makefile").read_text()
 
 
-def test_collection_puts_the_listed_files_first_and_keeps_each_file_together() -> None:
-    from tests.conftest import pytest_collection_modifyitems
+def make_list(name: str) -> list[str]:
+    """A Makefile variable's words (``NAME := a b \\`` continued on the next lines)."""
+    lines = iter(_makefile().split(f"\n{name} :=", 1)[1].splitlines())
+    text = next(lines)
+    while text.endswith("\\"):
+        text = text[:-1] + " " + next(lines)
+    return text.split()
+
+
+def recipe(target: str) -> str:
+    return _makefile().split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_durations_name_every_test_file_on_disk_and_nothing_else() -> None:
+    seconds = conftest.file_seconds()
+    on_disk = files_on_disk()
+    assert len(on_disk) > 100  # the rule found the suite
+    missing = sorted(set(on_disk) - set(seconds))
+    assert not missing, f"tests/durations.json has no seconds for {missing}: {REFRESH}"
+    gone = sorted(set(seconds) - set(on_disk))
+    assert not gone, f"tests/durations.json names files that no longer exist: {gone}: {REFRESH}"
+    assert all(s > 0 for s in seconds.values()), "every file takes some time: a 0 would never be ordered"
+
+
+def test_the_file_on_disk_rule_matches_what_pytest_collects() -> None:
+    # pytest's discovery (no python_files setting in pyproject.toml: test_*.py and *_test.py) and the testpaths.
+    text = (ROOT / "pyproject.toml").read_text()
+    assert "python_files" not in text and 'testpaths = ["tests"]' in text
+
+
+def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(monkeypatch) -> None:
+    seconds = {"tests/unit/a.py": 1.0, "tests/e2e/b.py": 90.0, "tests/e2e/c.py": 200.0}
+    monkeypatch.setattr(conftest, "file_seconds", lambda: seconds)
 
     class Item:
         def __init__(self, nodeid: str) -> None:
             self.nodeid = nodeid
 
-    items = [Item(n) for n in ("tests/unit/a.py::x", f"{SLOWEST_FIRST[1]}::y", "tests/unit/a.py::z")]
-    items += [Item(f"{SLOWEST_FIRST[0]}::w")]
-    pytest_collection_modifyitems(items)
+    ids = ["tests/unit/a.py::x", "tests/e2e/b.py::y", "tests/unit/a.py::z", "tests/e2e/c.py::w[1]", "tests/new.py::n"]
+    items = [Item(n) for n in ids]
+    conftest.pytest_collection_modifyitems(items)
     assert [i.nodeid for i in items] == [
-        f"{SLOWEST_FIRST[0]}::w",
-        f"{SLOWEST_FIRST[1]}::y",
+        "tests/e2e/c.py::w[1]",
+        "tests/e2e/b.py::y",
         "tests/unit/a.py::x",
         "tests/unit/a.py::z",
+        "tests/new.py::n",
     ]
 
 
 def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> None:
     # `make test` runs WAITING_LANE in its own pytest process and ignores it in the xdist run: a renamed path would
     # be ignored by neither and run twice, or (if only the --ignore matched) silently not at all.
-    makefile = (ROOT / "Makefile").read_text()
-    lines = iter(makefile.split("WAITING_LANE :=", 1)[1].splitlines())
-    text = next(lines)
-    while text.endswith("\\"):  # continued on the next line
-        text = text[:-1] + " " + next(lines)
-    lane = text.split()
+    lane = make_list("WAITING_LANE")
     assert lane, "WAITING_LANE is empty"
     missing = [path for path in lane if not (ROOT / path).exists()]
     assert not missing, f"Makefile WAITING_LANE names paths that do not exist: {missing}"
-    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
-    assert "$(LANE) \\\n\t   >$(WAIT_LOG)" in recipe and "--ignore=,$(LANE)" in recipe
+    text = recipe("test")
+    assert "$(LANE) \\\n\t   >$(WAIT_LOG)" in text and "--ignore=,$(LANE)" in text
+
+
+def _test_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def test_the_scale_lane_names_tests_that_exist_and_only_make_test_scale_runs_them() -> None:
+    paths, tests = make_list("SCALE_PATHS"), make_list("SCALE_TESTS")
+    assert paths and tests
+    missing = [path for path in paths if not (ROOT / path).exists()]
+    for node in tests:
+        file, _, name = node.partition("::")
+        assert re.fullmatch(r"test_\w+", name), f"SCALE_TESTS: {node} is not file.py::test_function"
+        if not (ROOT / file).is_file() or name not in _test_names(ROOT / file):
+            missing.append(node)
+    assert not missing, f"Makefile SCALE_PATHS/SCALE_TESTS name tests that do not exist (renamed?): {missing}"
+    # Nothing runs in two lanes: `make test` ignores the paths and deselects the tests, `make test-scale` runs both.
+    lane = make_list("WAITING_LANE")
+    scale_files = paths + [t.split("::")[0] for t in tests]
+    assert not [p for p in lane for s in scale_files if s.startswith(p) or p.startswith(s)]
+    assert "$(NOT_SCALE)" in recipe("test") and "$(NOT_SCALE)" in recipe("test-e2e")
+    assert "$(SCALE_PATHS) $(SCALE_TESTS)" in recipe("test-scale")
+    not_scale = make_list("NOT_SCALE")
+    assert not_scale == ["$(addprefix", "--ignore=,$(SCALE_PATHS))", "$(addprefix", "--deselect=,$(SCALE_TESTS))"]
+
+
+def test_ci_runs_make_test_then_the_scale_lane() -> None:
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "make test" in lines and "make test-scale" in lines
+    assert lines.index("make test") < lines.index("make test-scale")
+
+
+def test_durations_file_is_plain_json_with_its_source() -> None:
+    doc = json.loads((ROOT / "tests" / "durations.json").read_text())
+    assert set(doc) == {"about", "measured", "seconds"}

@@ -1,0 +1,66 @@
+"""Writes tests/durations.json, the seconds each test file takes, from pytest JUnit reports (`make test-durations`).
+
+    python scripts/test_durations.py REPORT.xml...
+
+tests/conftest.py hands the files to the xdist workers longest first from these seconds. A file's figure is the sum of
+its tests' times in the reports (JUnit family xunit1: each test names its file; a module fixture's set-up, e.g. a
+local stack, counts in its first test). Files in no report keep their figure (or, new, get an estimate by folder);
+files no longer on disk are dropped. Missing reports are skipped (`make test` with TEST_WORKERS=1 has no waiting lane).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DURATIONS = ROOT / "tests" / "durations.json"
+# A new file's first estimate, until a measured run: seconds by the folder it is in.
+ESTIMATES = {"tests/e2e/": 30.0, "tests/reliability/": 200.0, "tests/integration/": 5.0}
+DEFAULT_ESTIMATE = 1.0
+
+
+def test_files() -> list[str]:
+    """Every test module on disk (pytest's default discovery: test_*.py and *_test.py under tests/)."""
+    found = [*(ROOT / "tests").rglob("test_*.py"), *(ROOT / "tests").rglob("*_test.py")]
+    return sorted({p.relative_to(ROOT).as_posix() for p in found})
+
+
+def estimate(path: str) -> float:
+    return next((s for folder, s in ESTIMATES.items() if path.startswith(folder)), DEFAULT_ESTIMATE)
+
+
+def measured(reports: list[Path]) -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    for report in reports:
+        for case in ET.parse(report).iter("testcase"):  # noqa: S314 - see the import
+            file = case.get("file")
+            if file:
+                seconds[file] = seconds.get(file, 0.0) + float(case.get("time") or 0)
+    return seconds
+
+
+def main() -> int:
+    reports = [Path(a) for a in sys.argv[1:] if Path(a).is_file()]
+    if not reports:
+        print("test_durations: no JUnit report given (run `make test-durations`)", file=sys.stderr)
+        return 2
+    old = json.loads(DURATIONS.read_text())["seconds"] if DURATIONS.exists() else {}
+    new = measured(reports)
+    seconds = {path: round(new.get(path, old.get(path, estimate(path))), 1) for path in test_files()}
+    doc = {
+        "about": "Seconds per test file in a real run, longest first in tests/conftest.py. Refresh: make "
+        "test-durations (a new file may be added by hand with an estimate until then).",
+        "measured": f"{datetime.now(UTC):%Y-%m-%d} from {', '.join(r.name for r in reports)}",
+        "seconds": dict(sorted(seconds.items())),
+    }
+    DURATIONS.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"tests/durations.json: {len(new)} files measured, {len(seconds)} in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
