@@ -178,12 +178,15 @@ class Fanout:
         outcome = {"accepted": 0, "rejected": 0, "already": 0, "deferred": 0, "dropped": 0, "expired": 0, "failed": 0}
         lookups = Lookups(self.resolve)  # one lookup per host for the whole chunk
         batch: Batch | None = None
+        slowest = 0.0  # the longest a line of this chunk took (writes included): a loaded stack's lines take longer
         for index, line in enumerate(lines):
             timeout_s = self.resolve_timeout_s
+            started, waited = time.monotonic(), lookups.waited_s
             if deadline is not None:
-                left = deadline - time.monotonic()
+                left = deadline - started
                 host = webhook_host(line)
-                need = LINE_WORK_S + (self.resolve_timeout_s if host and host not in lookups.answers else 0)
+                work = max(LINE_WORK_S, 1.5 * slowest)
+                need = work + (self.resolve_timeout_s if host and host not in lookups.answers else 0)
                 if (index > 0 or not first) and left < need:
                     rest = lines[index:]
                     self.queue.send_lines(batch_id, rest, attempt=attempt, queued_at=queued_at)
@@ -193,7 +196,7 @@ class Fanout:
                         "batch lines continued in a new work item: no time left in this invocation", extra=extra
                     )
                     break
-                timeout_s = max(0.5, min(self.resolve_timeout_s, left - LINE_WORK_S))
+                timeout_s = max(0.5, min(self.resolve_timeout_s, left - work))
             batch = batch or self._batch(batch_id)
             try:
                 result = self._submit_line(batch, line, lookups, timeout_s)
@@ -236,6 +239,7 @@ class Fanout:
                 )
                 break
             outcome[result] += 1
+            slowest = max(slowest, time.monotonic() - started - (lookups.waited_s - waited))
         return outcome
 
     def _submit_line(self, batch: Batch, line: Line, lookups: Lookups | None = None, timeout_s: float = 0) -> str:

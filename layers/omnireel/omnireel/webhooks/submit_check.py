@@ -13,6 +13,7 @@ lines of one batch chunk that share a slow host wait for it once, not once each.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from omnireel.webhooks.target import (
@@ -42,11 +43,13 @@ class Lookups:
 
     resolve: Resolver = system_resolver
     answers: dict[tuple[str, int], list[str] | BaseException] = field(default_factory=dict)
+    waited_s: float = 0.0  # time spent in lookups (the fan-out's time budget counts a line's writes without it)
 
     def bounded(self, timeout_s: float) -> Resolver:
         def lookup(host: str, port: int) -> list[str]:
             found = self.answers.get((host, port))
             if found is None:
+                started = time.monotonic()
                 try:
                     found = resolve_within(self.resolve, timeout_s)(host, port)
                 except TimeoutError:
@@ -56,6 +59,7 @@ class Lookups:
                     )
                 except Exception as exc:  # noqa: BLE001 - kept and raised again: resolve_target judges it
                     found = exc
+                self.waited_s += time.monotonic() - started
                 self.answers[(host, port)] = found
             if isinstance(found, BaseException):
                 raise found
