@@ -3,9 +3,10 @@ tests/e2e/test_batch_limits.py run in `make test-scale`; this keeps each of thei
 the worker's shared stack.
 
 40 lines with every free-text field at its maximum length in 4-byte characters (32 KB of UTF-8 each, ~96 KB once
-JSON-escaped) dropped into the inbox by a real S3 PUT: 1.3 MB of UTF-8, so the lines' SQS messages cross
-SendMessageBatch's 1 MiB per call several times over whichever way they are counted (on main before issue 25 the
-chunks were counted in characters and the calls failed with BatchRequestTooLong). Line 1 is valid and runs the whole
+JSON-escaped) dropped into the inbox by a real S3 PUT: 1.3 MB of UTF-8, 3.8 MB escaped, so the lines' SQS messages
+add up to more than SendMessageBatch's 1 MiB per call whichever way they are counted and must be split by bytes (before
+issue 25 they were counted in characters: 320,000 characters are two messages' worth, sent as 3.8 MB, and the calls
+failed with BatchRequestTooLong). Line 1 is valid and runs the whole
 pipeline; the others are refused by their video width alone (a real, fast path). Every line's job ends in exactly one
 terminal event, with one batch.completed and the counts adding up.
 """
