@@ -202,3 +202,37 @@ def test_a_drop_over_the_limit_waits_and_then_runs(stack: LocalStack) -> None:
     assert len(callers) >= 3, callers  # A and B of the other test, and the inbox
     own = stack.cli("usage", "--json", timeout=60)  # the developer's own (no job of its own: no days, limit shown)
     assert own.returncode == 0 and json.loads(own.stdout)["max_pending_jobs"] == LIMIT, own.stderr
+
+
+def test_a_batch_over_its_owners_limit_waits_line_by_line_and_completes(stack: LocalStack) -> None:
+    """A batch counts its lines as they are queued: with LIMIT + 2 lines, the lines over the limit wait (deferred like
+    lines without an in-flight slot) and run as places free up; the batch completes with every line succeeded, and the
+    owner never has more than LIMIT jobs pending."""
+    state = stack.state()
+    owner = _door(stack, new_user(state)[1])
+    _video_latency(stack, 5)
+    try:
+        lines = [{"prompt": f"line {i}", **SMALL} for i in range(LIMIT + 2)]
+        body = json.dumps({"jobs": lines}).encode()
+        headers = [("Content-Type", "application/json"), ("Idempotency-Key", uuid.uuid4().hex)]
+        reply = owner.request("POST", "/batches", body, headers)
+        assert reply.status == 202, reply.body
+        batch_id = reply.json["batch_id"]
+        peak = 0
+        deadline = time.monotonic() + TIMEOUT_S
+        batch: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            usage = owner.request("GET", "/usage", b"", [])
+            assert usage.status == 200, usage.body
+            peak = max(peak, usage.json["pending_jobs"])
+            found = owner.request("GET", f"/batches/{batch_id}", b"", [])
+            assert found.status == 200, found.body
+            batch = found.json
+            if batch["status"] == "completed":
+                break
+            time.sleep(1)
+    finally:
+        _video_latency(stack, None)
+    assert batch.get("status") == "completed", batch
+    assert batch["counts"]["succeeded"] == LIMIT + 2 and batch["counts"]["failed"] == 0, batch["counts"]
+    assert 0 < peak <= LIMIT, peak

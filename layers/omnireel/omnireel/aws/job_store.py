@@ -249,6 +249,19 @@ class JobStore:
             raise JobConflict(f"job {job_id} cannot move from {latest.status.value} to {target.value}") from exc
         return self.get(job_id)
 
+    def at_limit(self, caller: str) -> bool:
+        """Is ``caller`` at its CallerMaxPendingJobs now (a strongly consistent read of its counter)? A hint for the
+        batch fan-out, which defers a line before it takes a slot; the limit itself is the transaction's condition."""
+        if not (self._usage_table and self._max_pending):
+            return False
+        item = self._ddb.get_item(
+            TableName=self._usage_table,
+            Key=to_attributes({"caller": caller, "item": "pending"}),
+            ConsistentRead=True,
+            ProjectionExpression="pending",
+        ).get("Item")
+        return bool(item) and int(from_attributes(item).get("pending", 0)) >= self._max_pending
+
     def count_open(self, caller: str) -> int:
         """How many of ``caller``'s counted jobs are open, from the sparse ``caller-open-jobs`` index (eventually
         consistent: the heal uses it only for a counter that has been quiet for a while)."""

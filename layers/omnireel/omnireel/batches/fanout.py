@@ -50,6 +50,7 @@ from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job
 from omnireel.runtime.observability import logger
+from omnireel.usage.limits import counted_as
 from omnireel.webhooks.submit_check import SUBMIT_RESOLVE_TIMEOUT_S, Lookups, check_webhook_target
 from omnireel.webhooks.target import Resolver, system_resolver
 
@@ -211,7 +212,10 @@ class Fanout:
                 if time.time() - queued_at > self.max_deferral_s:
                     reason = (f"its owner had CallerMaxPendingJobs jobs pending for {self.max_deferral_s} s "
                               "(BatchMaxDeferralSeconds) after the line was queued")  # fmt: skip
-                    result = self._fail_accepted(batch, line, reason)
+                    # Not recorded yet (the usual case): failed as a line that never got a slot; else its job fails.
+                    result = (
+                        "expired" if self._reject(batch, line, reason) else self._fail_accepted(batch, line, reason)
+                    )
                 else:
                     result = "deferred"
             elif result == "deferred" and time.time() - queued_at > self.max_deferral_s:
@@ -234,7 +238,7 @@ class Fanout:
                 self.store.touch(batch_id)
                 outcome["deferred"] = len(rest)
                 logger.info(
-                    "batch backpressure: no in-flight slot",
+                    "batch backpressure: no in-flight slot, or the owner is at CallerMaxPendingJobs",
                     extra={"batch_id": batch_id, "deferred": len(rest), "delay_s": delay, "attempt": attempt},
                 )
                 break
@@ -271,6 +275,10 @@ class Fanout:
             fail_line_job(self._line_failure(), batch, line.number, code=exc.code, message=exc.message)
             return "rejected"
         fresh = False
+        if recorded is None and self.jobs.at_limit(counted_as(batch.owner)):
+            # Its owner is at CallerMaxPendingJobs: the line waits before it takes a slot or a record (a recorded
+            # line without a job would look lost to the reconciler), and is tried again with the chunk.
+            return "over_limit"
         if recorded is None:
             fresh = self.store.submit_line(
                 batch.batch_id, line.number, job_id, accepted=True, max_in_flight=self.max_in_flight
