@@ -37,3 +37,19 @@ def test_extended_venv_sees_the_base_and_puts_its_own_packages_first(tmp_path: P
     subprocess.run([EXTEND, sys.executable, str(new), str(base)], check=True, timeout=120)
     (pth,) = new.glob("lib/python*/site-packages/omnireel-extends.pth")
     assert pth.read_text().count("addsitedir") == 1
+
+
+@pytest.mark.parametrize(("venv", "bases"), [(".venv-emulator", [".venv"]), (".venv-dev", [".venv-emulator", ".venv"])])
+def test_the_built_venvs_hold_no_copy_of_their_bases_packages(venv: str, bases: list[str]) -> None:
+    """uv installs into an extending venv only what its lock adds (--no-deps): nothing of its bases a second time."""
+    if not all((ROOT / v / ".installed").exists() for v in [venv, *bases]):
+        pytest.skip(f"{venv} or its bases are not built: run `make dev-venv`")
+
+    def dists(name: str) -> set[str]:
+        (site,) = (ROOT / name).glob("lib/python*/site-packages")
+        return {p.name.split("-")[0].lower().replace("_", "-") for p in site.glob("*.dist-info")}
+
+    own = dists(venv)
+    assert own, f"{venv} holds no packages of its own"
+    for base in bases:
+        assert not own & dists(base), f"{venv} holds copies of {base}'s packages: {sorted(own & dists(base))}"

@@ -61,3 +61,12 @@ def test_make_demo_and_make_test_build_every_venv_they_use() -> None:
     demo, test = _stamp_dirs(_prerequisites("demo")), _stamp_dirs(_prerequisites("test"))
     assert demo >= {".venv", ".venv-emulator"}
     assert test >= makefile_venvs() | {"node_modules"}
+
+
+def test_the_venvs_build_in_parallel_where_they_do_not_extend_each_other() -> None:
+    # make runs independent prerequisites side by side (MAKEFLAGS --jobs): the tool venvs wait only for uv, so they
+    # build while .venv -> .venv-emulator -> .venv-dev (each extends the one before) are made.
+    assert re.search(r"^MAKEFLAGS \+= --jobs=\d+", _makefile(), re.M)
+    for tool in ("$(SAM_STAMP)", "$(CHECKOV_STAMP)", "$(AWS_STAMP)"):
+        assert _stamp_dirs(_prerequisites(tool)) == {".venv-uv"}
+    assert _stamp_dirs(_prerequisites("$(DEV_STAMP)")) == {".venv", ".venv-emulator", ".venv-uv"}

@@ -1,5 +1,5 @@
 """The run order and the lanes (issue 35 items 2 and 3): tests/durations.json names every test file on disk with its
-measured seconds, tests/conftest.py hands files out longest first from it, and the Makefile's lanes name paths and
+measured seconds (or an estimate for a new one), tests/conftest.py hands files out longest first from it, and the Makefile's lanes name paths and
 tests that exist, each run by exactly one lane."""
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ def recipe(target: str) -> str:
     return _makefile().split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
 
 
-def test_durations_name_every_test_file_on_disk_and_nothing_else() -> None:
+def test_durations_name_every_test_file_on_disk() -> None:
     seconds = conftest.file_seconds()
     on_disk = files_on_disk()
     assert len(on_disk) > 100  # the rule found the suite
     missing = sorted(set(on_disk) - set(seconds))
     assert not missing, f"tests/durations.json has no seconds for {missing}: {REFRESH}"
-    gone = sorted(set(seconds) - set(on_disk))
-    assert not gone, f"tests/durations.json names files that no longer exist: {gone}: {REFRESH}"
+    # A file that no longer exists only keeps an unused entry (`make test-durations` drops it): not a failure, so a
+    # file removed in one branch and measured in another never breaks the suite.
     assert all(s > 0 for s in seconds.values()), "every file takes some time: a 0 would never be ordered"
 
 
