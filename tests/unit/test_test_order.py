@@ -1,6 +1,6 @@
 """The run order and the lanes (issue 35 items 2 and 3): tests/durations.json names every test file on disk with its
-measured seconds (or an estimate for a new one), tests/conftest.py hands files out longest first from it, and the Makefile's lanes name paths and
-tests that exist, each run by exactly one lane."""
+measured seconds (or an estimate for a new one), tests/conftest.py hands files out longest first from it, and the
+Makefile's lanes name paths and tests that exist, each run by exactly one lane."""
 
 from __future__ import annotations
 
