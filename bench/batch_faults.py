@@ -36,8 +36,8 @@ from omnireel_local.event_sources import RECEIVE_WAIT_S
 
 SLOW_HOST = "slow-submit.hooks.test"
 SLOW_DELAY_S = 30  # far past the submit-time bound (omnireel.webhooks.submit_check.SUBMIT_RESOLVE_TIMEOUT_S)
-BATCH_SUBMIT_TIMEOUT_S = 12  # a tight Timeout: a lookup (5 s) and a few lines' writes, no more
-VISIBILITY_S = 15  # the batch queue's visibility timeout for the phase (template: 360 s); above the Timeout
+BATCH_SUBMIT_TIMEOUT_S = 20  # a third of the template's 60 s: a lookup (5 s) and a few lines' writes on a loaded stack
+VISIBILITY_S = 25  # the batch queue's visibility timeout for the phase (template: 360 s); above the Timeout
 CRASH_RATE = 0.25
 DEAD_LETTER_RECEIVES = 2  # the batch queue's maxReceiveCount while the first batch's chunk is made to dead-letter
 TINY_VIDEO = {"num_frames": 5, "width": 256, "height": 192, "num_inference_steps": 2}

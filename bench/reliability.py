@@ -367,7 +367,7 @@ def run(
     hostile_timeout_s: float = 240,
     batch_faults: bool = True,
     batch_faults_lines: int = 0,
-    batch_faults_timeout_s: float = 300,
+    batch_faults_timeout_s: float = 600,
 ) -> RunResult:
     """The job phases, then (unless ``hostile_batches`` is None or ``only`` leaves it out) the hostile consumers, then
     (unless ``batch_faults`` is False or ``only`` leaves it out) slow DNS and BatchSubmit crashes and timeouts
