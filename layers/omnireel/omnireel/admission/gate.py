@@ -62,6 +62,7 @@ class Gate:
     callbacks: TaskCallbacks
     pools: dict[Kind, PoolConfig] = field(default_factory=dict)  # needed by wait and heal (capacity)
     instances: EndpointInstances | None = None  # needed by wait and heal (DescribeEndpoint)
+    grace_s: float = 60  # heal leaves a grant or a wait younger than this alone (its step is starting)
 
     # ------------------------------------------------------------ the fast path
     def acquire(self, job_id: str, kind: Kind) -> bool:
@@ -275,16 +276,19 @@ class Gate:
         return min(heads, key=lambda head: (head.sk.split("#")[1], head.job_id))
 
     def _alive(self, job_id: str, workflow: Workflow, *, grace_from: str, kind: Kind | None = None) -> bool:
-        """Does the job still need its slot or entry? Not if it ended, vanished, or its execution is not running
-        (a crash after a grant, a lost release). A grant younger than a minute is left alone (its step is starting)."""
+        """Does the job still need its slot or entry? Not if it ended, vanished, its execution is not running (a crash
+        after a grant), or it holds an image slot past its image stage (a lost release). A grant or wait younger than
+        ``grace_s`` is left alone (its step is starting)."""
         try:
             job = self.jobs.get(job_id)
         except JobNotFound:
             return False
         if job.status.terminal:
             return kind == "video" and _render_still_runs(job) and _age_s(grace_from) < RENDER_BOUND_S
-        if grace_from and _age_s(grace_from) < 60:
+        if grace_from and _age_s(grace_from) < self.grace_s:
             return True
+        if kind == "image" and job.status not in _BEFORE_THE_IMAGE:  # its image stage ended: a lost release
+            return False
         return workflow.running(job.execution)
 
     def _publish_queued(self, job_id: str, publisher: EventPublisher) -> None:
@@ -323,6 +327,9 @@ class HeldSlot:
         if not self._done:
             self._done = True
             self._gate.release(self._job_id, self._kind)
+
+
+_BEFORE_THE_IMAGE = (JobStatus.ACCEPTED, JobStatus.QUEUED, JobStatus.GENERATING_IMAGE)
 
 
 def _render_still_runs(job: Job) -> bool:
