@@ -36,11 +36,21 @@ def stage_durations(stage_times: dict[str, Any]) -> dict[str, float]:
     return {stage: (later - at).total_seconds() for (at, stage), (later, _) in itertools.pairwise(entered)}
 
 
-def job_line(job_id: str, status: str, stage_times: dict[str, Any], current_s: float) -> str:
+def queue_text(queue: dict[str, Any] | None) -> str:
+    """`` (2 of your jobs ahead, 3 callers waiting)`` for a job waiting for a GPU slot, else nothing."""
+    if not queue:
+        return ""
+    kind = "" if queue.get("kind") == "image" else f" for the {queue.get('kind')} endpoint"
+    return f" ({queue.get('position', 0)} of your jobs ahead{kind}, {queue.get('callers', 1)} callers waiting)"
+
+
+def job_line(
+    job_id: str, status: str, stage_times: dict[str, Any], current_s: float, queue: dict[str, Any] | None = None
+) -> str:
     """``job 1a2b3c4d  accepted 0.1s > generating image 1.3s > rendering video 2.4s...``"""
     durations = stage_durations(stage_times)
     parts = [f"{STAGE_LABELS.get(s, s)} {durations[s]:.1f}s" for s in ORDER if s in durations]
-    label = STAGE_LABELS.get(status, status)
+    label = STAGE_LABELS.get(status, status) + queue_text(queue)
     parts.append(f"{label} {current_s:.1f}s..." if status in ORDER else label)
     return f"job {job_id[:8]}  " + " > ".join(parts)
 
@@ -124,6 +134,7 @@ class JobDisplay(_Display):
         self.job_id = job_id
         self._status = ""
         self._stage_times: dict[str, Any] = {}
+        self._queue: dict[str, Any] | None = None
         self._since = self.started
 
     def update(self, job: Any) -> None:
@@ -134,12 +145,15 @@ class JobDisplay(_Display):
         reached = [s for _, s in sorted((t, s) for s, t in job.stage_times.items() if t is not None)]
         new = [s for s in reached if s not in self._stage_times and s != job.status]
         self._status, self._stage_times = job.status, dict(job.stage_times)
-        self.changed(*(f"job {self.job_id[:8]}: {STAGE_LABELS.get(stage, stage)}" for stage in [*new, job.status]))
+        self._queue = getattr(job, "queue", None)
+        lines = [f"job {self.job_id[:8]}: {STAGE_LABELS.get(stage, stage)}" for stage in new]
+        current = f"job {self.job_id[:8]}: {STAGE_LABELS.get(job.status, job.status)}{queue_text(self._queue)}"
+        self.changed(*lines, current)
 
     def render(self) -> str | None:
         if not self._status:
             return None
-        return job_line(self.job_id, self._status, self._stage_times, time.monotonic() - self._since)
+        return job_line(self.job_id, self._status, self._stage_times, time.monotonic() - self._since, self._queue)
 
 
 class BatchDisplay(_Display):

@@ -71,6 +71,8 @@ class JobState:
     artifacts: dict[str, Artifact] = field(default_factory=dict)
     error: JobError | None = None
     webhook: dict[str, Any] | None = None
+    # while the job waits for a GPU slot: {kind, position (its caller's own jobs ahead), callers, enqueued_at}
+    queue: dict[str, Any] | None = None
     idempotency_key: str | None = None  # the key ``submit`` sent (kept for a retry by the app itself)
     cancellation: Cancellation | None = None  # what ``cancel`` stopped (None until this client cancelled it)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the API's last answer, as sent
@@ -105,6 +107,7 @@ class JobState:
         self.artifacts = {name: Artifact.from_api(name, link) for name, link in links.items()} or self.artifacts
         self.error = JobError.from_api(data.get("error")) or self.error
         self.webhook = data.get("webhook", self.webhook)
+        self.queue = data.get("queue")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ dispatch once. Whoever frees a slot grants it to the next caller in turn and ans
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate, PoolConfig
+from omnireel.admission.pool import Kind
 from omnireel.aws import adapters
 from omnireel.aws.admission_store import EndpointInstances
 from omnireel.aws.workflow import TaskCallbacks
@@ -32,9 +33,10 @@ gate = Gate(
 @lambda_handler(stage="wait_for_slot")
 def handler(event: dict, context: LambdaContext) -> dict:
     step = parse_step_input(event)
-    if not step.task_token or step.kind not in ("image", "video"):
+    kind: Kind = "video" if step.kind == "video" else "image"
+    if not step.task_token or step.kind != kind:
         raise StepError("InvalidStepInput", "wait_for_slot needs a task_token and a kind (image | video)")
     logger.append_keys(job_id=step.job_id)
     with stage_duration("wait_for_slot"):
-        outcome = gate.wait(step.job_id, step.kind, step.task_token, publisher=publisher)
+        outcome = gate.wait(step.job_id, kind, step.task_token, publisher=publisher)
     return {"job_id": step.job_id, "kind": step.kind, "outcome": outcome}

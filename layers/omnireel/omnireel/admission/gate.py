@@ -314,7 +314,7 @@ def _split_entry(value: str) -> tuple[Kind, str]:
     kind, sk = value.split("|", 1)
     if kind not in KINDS:
         raise ValueError(f"not an admission entry: {value}")
-    return kind, sk  # type: ignore[return-value]
+    return kind, sk
 
 
 class HeldSlot:

@@ -90,7 +90,7 @@ class AdmissionStore:
 
     def ahead(self, kind: Kind, key: str, sk: str) -> int:
         """How many of the caller's entries wait before ``sk`` (its own jobs ahead of it)."""
-        total, kwargs = 0, {}
+        total, kwargs = 0, dict[str, Any]()
         for _ in range(20):
             page = self._ddb.query(
                 TableName=self._name,

@@ -72,7 +72,7 @@ def allowed_sources(target: JobStatus) -> list[JobStatus]:
     if target is JobStatus.EXPIRED:  # only a job that was never admitted
         return [JobStatus.ACCEPTED, JobStatus.QUEUED]
     index = ORDER.index(target)
-    sources = [target]
+    sources: list[JobStatus] = [target]
     while index > 0:  # the previous stage, and the one before an optional stage (queued: only when a job waits)
         index -= 1
         sources.insert(0, ORDER[index])
