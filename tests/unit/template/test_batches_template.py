@@ -39,10 +39,14 @@ def test_batch_queues_dead_letter_and_outlast_the_function(cfn: dict[str, Any]) 
 
 
 def test_the_tracker_hears_only_terminal_events_of_batch_jobs(cfn: dict[str, Any]) -> None:  # noqa: F811
+    """Every terminal status's event (derived: issue 34 added job.expired, which a batch line's job can end with)."""
+    from omnireel.events.job_events import event_type_for
+    from omnireel.jobs.job import TERMINAL_STATUSES
+
     subscription = props(cfn, "BatchEventsSubscription")
     assert subscription["RawMessageDelivery"] is True
     assert subscription["FilterPolicy"] == {
-        "event_type": ["job.succeeded", "job.failed", "job.cancelled"],
+        "event_type": [event_type_for(status) for status in TERMINAL_STATUSES],
         "batch_id": [{"exists": True}],
     }
 
