@@ -39,7 +39,7 @@ import httpx
 from botocore.credentials import Credentials
 
 from bench.hostile_receivers import Delivery, Receiver
-from bench.localstack import EventCollector, IsolatedStack
+from bench.localstack import PROGRESS_EVENTS, EventCollector, IsolatedStack
 from omnireel_client.signing import signed_headers
 from omnireel_local import home as homedir
 
@@ -338,7 +338,7 @@ def run_hostile(
     for received in collector.received:
         event = received.event
         batch = (event.get("batch") or {}).get("batch_id") if isinstance(event.get("batch"), dict) else None
-        if batch and event.get("event_type", "").startswith("job.") and event.get("event_type") != "job.image_ready":
+        if batch and event.get("event_type", "").startswith("job.") and event.get("event_type") not in PROGRESS_EVENTS:
             batch_job_events[batch][event.get("job_id")].add(event.get("event_id"))
             if isinstance(event.get("error"), dict):
                 batch_failures[batch][f"{event['error'].get('stage')}/{event['error'].get('code')}"] += 1

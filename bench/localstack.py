@@ -234,7 +234,7 @@ class Received:
 
 
 # Job events that are not terminal: a job has any number of these before its one terminal event.
-PROGRESS_EVENTS = frozenset({"job.image_ready"})
+PROGRESS_EVENTS = frozenset({"job.image_ready", "job.queued"})  # job.queued: a job that waits for a slot (issue 34)
 
 
 @dataclass

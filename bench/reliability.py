@@ -69,6 +69,9 @@ MALFORMED = {"malformed_rate": 0.6}
 # GenerateImage (also stages the video request), InvokeVideo (queues it; a retry must not render twice), AsyncResult
 # (publishes job.succeeded), PublishEvent (failures)
 CRASH_TARGETS = ("GenerateImage", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
+# The admission phase (issue 34): the stage that takes its slot itself, and the wait for a slot.
+ADMISSION_TARGETS = ("GenerateImage", "WaitForSlot")
+ADMISSION_SETTLE_S = 60  # the healing schedule runs every local "minute" (1 s): enough for it to repair everything
 # Before a phase: how long to wait for the containers to finish what the previous phase left (a 20 s hang + the
 # requests waiting behind it, given up by InvokeEndpoint's 60 s): _wait_until_idle.
 IDLE_TIMEOUT_S = 90
@@ -156,6 +159,16 @@ def phases(scale: int, long: bool) -> list[Phase]:
             max(4, n),
             {"videos": {"latency_s": 2.0}},
             {"request_ttl_cap_s": 0.5, "sns_drop_rate": 1.0},
+            burst=True,
+        ),
+        Phase(
+            "admission",
+            "issue 34: a burst on the image endpoint's one slot (0.5 s an image); GenerateImage and WaitForSlot "
+            "SIGKILLed 0.15 s in (each first, then rate 0.3): crashes after a grant, lost releases, retried waits; "
+            "afterwards no slot or waiting entry may be left (the healing schedule)",
+            max(6, 2 * n),
+            {"images": {"latency_s": 0.5}},
+            {"lambda_crash": {name: {"rate": 0.3, "after_s": 0.15, "first": True} for name in ADMISSION_TARGETS}},
             burst=True,
         ),
         Phase("malformed_image", "image container returns non-PNG bytes (rate 0.6)", n, {"images": MALFORMED}),
@@ -305,6 +318,34 @@ def check_job(stack: IsolatedStack, job: Job, events: list[Any]) -> tuple[list[d
     return problems, record
 
 
+def check_admission(stack: IsolatedStack) -> list[dict[str, Any]]:
+    """After the admission phase (its jobs all ended): within ADMISSION_SETTLE_S no holder and no waiting entry is left
+    in AdmissionTable and every pool counts 0 in use and 0 waiting (nothing leaked after the healing schedule). No
+    double grant is checked where it can be seen: the grant transactions' conditions, under threads and faults
+    (tests/integration/pipeline/test_admission_grants.py, test_admission_faults.py); here a SIGKILLed GenerateImage
+    leaves its request running in the container, as on AWS, so the container's concurrency does not show it."""
+    problems: list[dict[str, Any]] = []
+    table = stack.state["provisioned"]["resources"]["AdmissionTable"]["id"]
+    ddb = stack.client("dynamodb")
+
+    def left() -> list[str]:
+        items = ddb.scan(TableName=table, ConsistentRead=True).get("Items", [])
+        held = [f"{i['pk']['S']}/{i['sk']['S']}" for i in items if not i["pk"]["S"].startswith("POOL#")]
+        counts = [
+            f"{i['pk']['S']} in_use={i['in_use']['N']} waiting={i['waiting']['N']}"
+            for i in items
+            if i["pk"]["S"].startswith("POOL#") and (i["in_use"]["N"] != "0" or i["waiting"]["N"] != "0")
+        ]
+        return held + counts
+
+    deadline = time.monotonic() + ADMISSION_SETTLE_S
+    while (remaining := left()) and time.monotonic() < deadline:
+        time.sleep(1)
+    if remaining:
+        problems.append({"job_id": "-", "phase": "admission", "kind": "slot_leaked", "detail": "; ".join(remaining)})
+    return problems
+
+
 def _expire_when_done(stack: IsolatedStack, collector: EventCollector, job_id: str, deadline: float) -> bool:
     """Wait (bounded) for the job's terminal event, then delete its record as DynamoDB TTL does after JobTtlDays.
 
@@ -385,6 +426,7 @@ def run(
         originals: dict[str, dict[str, Any]] = {}
         index = 0
         unfinished: list[str] = []
+        admission_violations: list[dict[str, Any]] = []
         for phase in selected:
             _apply_phase(stack, phase, seed, originals)
             _wait_until_idle(stack, log)
@@ -450,6 +492,8 @@ def run(
                 kind: Counter(stack.emulator_stats(kind)["routes"].get(kind, {})) for kind in ("images", "videos")
             }
             log(f"phase {phase.name}: {len(phase_jobs)} jobs in {phase_seconds[phase.name]:.1f} s, {len(left)} open")
+            if phase.name == "admission":
+                admission_violations += check_admission(stack)
         _apply_phase(stack, Phase("off", "", 0), seed, originals)
         hostile = None
         if hostile_batches is not None and (only is None or "hostile_consumers" in only):
@@ -475,7 +519,7 @@ def run(
             if received.event.get("event_type") in PROGRESS_EVENTS:  # not terminal: job.image_ready
                 continue
             per_job[received.event.get("job_id")].append(received)
-        violations: list[dict[str, Any]] = []
+        violations: list[dict[str, Any]] = list(admission_violations)
         records: dict[str, dict[str, Any]] = {}
         for job in jobs.values():  # the job phases' jobs (the hostile phase checks its own: HostileResult)
             problems, record = check_job(stack, job, per_job.get(job.job_id, []))

@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from bench.hostile_consumers import HostileResult
+from bench.localstack import PROGRESS_EVENTS
 from bench.reliability import RunResult, run
 
 # The phases bound themselves (a deadline each; a job still open at its phase's deadline fails the first test below),
@@ -94,7 +95,7 @@ def test_a_key_reused_after_its_record_expired_runs_again_with_its_own_terminal_
         ids = {
             e.event["event_id"]
             for e in result.events
-            if e.event.get("job_id") == job.job_id and e.event.get("event_type") != "job.image_ready"
+            if e.event.get("job_id") == job.job_id and e.event.get("event_type") not in PROGRESS_EVENTS
         }
         assert len(ids) == 2, f"{job.job_id}: {len(ids)} distinct terminal events for 2 records"
         assert result.records[job.job_id]["status"] in ("succeeded", "failed")
