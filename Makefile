@@ -60,7 +60,8 @@ $(STAMP): $(UV_STAMP) $(LOCK)/venv.txt pyproject.toml
 	@echo "==> [.venv 3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
 	@# setuptools (pinned in the lock) is the editable install's build backend, then removed: nothing imports it at
 	@# run time (10 MB), and no isolated build environment is resolved.
-	@$(UV_INSTALL) --python $(PY) --no-build-isolation -e .
+	@# (This checkout itself has no hash: the one install outside --require-hashes, with --no-deps.)
+	@$(UV) pip install --quiet --no-deps --python $(PY) --no-build-isolation -e .
 	@$(UV) pip uninstall --quiet --python $(PY) setuptools
 	@touch $@
 	@echo "==> $(VENV) ready ($$(du -sm $(VENV) | cut -f1) MiB on disk)"
