@@ -1,6 +1,7 @@
 """Writes tests/durations.json, the seconds each test file takes, from pytest JUnit reports (`make test-durations`).
 
     python scripts/test_durations.py REPORT.xml...
+    python scripts/test_durations.py --estimate-new    (adds only the files it lacks, with an estimate by folder)
 
 tests/conftest.py hands the files to the xdist workers longest first from these seconds. A file's figure is the sum of
 its tests' times in the reports (JUnit family xunit1: each test names its file; a module fixture's set-up, e.g. a
@@ -44,6 +45,13 @@ def measured(reports: list[Path]) -> dict[str, float]:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--estimate-new"]:
+        doc = json.loads(DURATIONS.read_text())
+        new_files = [path for path in test_files() if path not in doc["seconds"]]
+        doc["seconds"] = dict(sorted((doc["seconds"] | {path: estimate(path) for path in new_files}).items()))
+        DURATIONS.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"tests/durations.json: estimates added for {new_files or 'no file'}")
+        return 0
     reports = [Path(a) for a in sys.argv[1:] if Path(a).is_file()]
     if not reports:
         print("test_durations: no JUnit report given (run `make test-durations`)", file=sys.stderr)

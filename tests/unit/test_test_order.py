@@ -14,8 +14,8 @@ from scripts.test_durations import test_files as files_on_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 REFRESH = (
-    "run `make test-durations` (a real `make test` + `make test-scale`: it rewrites tests/durations.json), or add the "
-    "file to tests/durations.json by hand with an estimate of its seconds until the next refresh"
+    "run `make test-durations` (a real `make test` + `make test-scale`: it rewrites tests/durations.json), or until "
+    "then add the file with an estimate of its seconds (by hand, or `python3 scripts/test_durations.py --estimate-new`)"
 )
 
 
