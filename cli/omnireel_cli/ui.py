@@ -43,8 +43,10 @@ MAX_BODY_BYTES = 1024 * 1024
 MEDIA_CHUNK = 256 * 1024
 JOB_PATH = re.compile(r"^/api/jobs/(?P<id>[0-9a-fA-F-]{36})$")
 BATCH_PATH = re.compile(r"^/api/batches/(?P<id>[0-9a-fA-F-]{36})$")
-MEDIA_PATH = re.compile(r"^/media/(?P<id>[0-9a-fA-F-]{36})/(?P<name>image|video)$")
+MEDIA_PATH = re.compile(r"^/media/(?P<id>[0-9a-fA-F-]{36})/(?P<name>image|video|event)$")
 MEDIA_TYPES = {"image": "image/png", "video": "video/mp4"}
+EXTENSIONS = {"image": "png", "video": "mp4", "event": "json"}
+TERMINAL = ("succeeded", "failed", "cancelled", "expired")
 LIMIT = re.compile(r"[0-9]{1,4}")
 # The body keys of POST /api/jobs the client takes as its own options (the others go into the request as they are).
 TEXT_OPTIONS = ("webhook", "idempotency_key")
@@ -238,8 +240,13 @@ class Handler(BaseHTTPRequestHandler):
         passing ``Range`` through so the video element can seek; ``download``: as an attachment with a file name."""
         from omnireel_client import ApiError, OmnireelClientError
 
+        disposition = {"Content-Disposition": f'attachment; filename="{job_id}-{name}.{EXTENSIONS[name]}"'}
         try:
             job = self.server.target.api_client.job(job_id)
+            if name == "event":  # the terminal event as consumers received it (GET /jobs/{id}/event)
+                body = json.dumps(job.event(), indent=2).encode()
+                self._send(200, body, "application/json", disposition if download else None)
+                return
             artifact = job.artifacts.get(name)
             if artifact is not None and artifact.expired:
                 artifact = job.refresh().artifacts.get(name)
@@ -269,8 +276,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.send_header(header, MEDIA_TYPES[name] if header == "Content-Type" else value)
             self.send_header("Cache-Control", "private, max-age=300")
             if download:
-                extension = {"image": "png", "video": "mp4"}[name]
-                self.send_header("Content-Disposition", f'attachment; filename="{job_id}-{name}.{extension}"')
+                self.send_header(*next(iter(disposition.items())))
             self.end_headers()
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 while chunk := upstream.read(MEDIA_CHUNK):
@@ -287,7 +293,8 @@ def _job_view(job: Any) -> dict[str, Any]:
     """What the page needs of a job: the API's answer without its presigned URLs (the page loads ``/media``)."""
     view = {k: v for k, v in job.raw.items() if k != "artifacts"}
     view["job_id"], view["status"] = job.job_id, job.status
-    view["artifacts"] = sorted(job.artifacts)
+    # the terminal event is downloadable once the job has ended (its event is published with the terminal transition)
+    view["artifacts"] = sorted([*job.artifacts, *(["event"] if job.status in TERMINAL else [])])
     view["video_request"] = (job.request or {}).get("video")
     return view
 

@@ -154,6 +154,9 @@ class AsyncJob(JobState):
             raise JobFailedError(self)
         return self
 
+    async def event(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self._sync.event)
+
     async def cancel(self) -> AsyncJob:
         await asyncio.to_thread(self._sync.cancel)
         self._copy()

@@ -277,6 +277,11 @@ class Job(JobState):
             raise JobFailedError(self)
         return self
 
+    def event(self) -> dict[str, Any]:
+        """The job's terminal event as consumers received it (``GET /jobs/{id}/event``: same ``event_id`` and
+        ``occurred_at``, fresh presigned URLs); ``NotFoundError`` (code ``EventNotPublished``) until it is out."""
+        return dict(self._client.transport.request("GET", f"/jobs/{self.job_id}/event").body)
+
     def cancel(self) -> Job:
         """Cancel this job (``Client.cancel``); returns itself, updated."""
         cancellation = send_cancel(self._client.transport, self.job_id)

@@ -48,7 +48,7 @@ from omnireel.core.errors import (
 )
 from omnireel.jobs.cancellation import cancel_job, cancellation_view
 from omnireel.jobs.job import Job, JobStatus
-from omnireel.jobs.job_view import job_view
+from omnireel.jobs.job_view import job_view, terminal_event_view
 from omnireel.jobs.listing import job_summary, list_jobs, parse_list_query
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import check_webhook_url, parse_job_request_json
@@ -179,6 +179,12 @@ def get_job(job_id: str) -> Response:
     job = _visible_job(job_id)
     queue = gate.position(job) if job.waiting_entry else None
     return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds, queue))
+
+
+@app.get("/jobs/<job_id>/event")
+def get_job_event(job_id: str) -> Response:
+    event = terminal_event_view(_visible_job(job_id), artifacts, settings.presign_seconds)
+    return Response(200, content_types.APPLICATION_JSON, event)
 
 
 @app.get("/jobs")

@@ -7,6 +7,7 @@ docs/client.md) is tests/e2e/test_client_docs.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +54,30 @@ def test_run_waits_stage_by_stage_and_downloads_real_media(client: Client, tmp_p
     assert png_size(saved["image"]) == (width, height)
     video = job.request["video"]
     assert decode_mp4(saved["video"]) == (video["num_frames"], video["width"], video["height"])
+
+
+def test_a_finished_jobs_event_is_the_one_consumers_received(stack: LocalStack, client: Client) -> None:
+    """GET /jobs/{id}/event (issue 37 item 4: the page downloads it): the same event the topic carried, 404
+    EventNotPublished before; another caller gets the job's 404."""
+    job = client.submit("a lantern on a pier", **FAST)
+    with pytest.raises(NotFoundError) as early:
+        job.event()
+    assert early.value.code == "EventNotPublished"
+    job.wait(TIMEOUT_S)
+    event = job.event()
+    published = [
+        e for e in (json.loads(line) for line in stack.cli("events", "--job", job.job_id, "--json", check=True)
+                    .stdout.splitlines()) if e["event_type"] == "job.succeeded"
+    ]  # fmt: skip
+    assert len(published) == 1
+    assert {k: event[k] for k in ("event_id", "event_type", "occurred_at", "job_id", "status", "timings")} == {
+        k: published[0][k] for k in ("event_id", "event_type", "occurred_at", "job_id", "status", "timings")
+    }
+    assert event["artifacts"]["video"]["url"].startswith("http")
+    _, credentials = new_user(stack.state())
+    with pytest.raises(NotFoundError) as other:
+        Client(client.api_url, client.region, credentials).job(job.job_id)
+    assert other.value.code == "JobNotFound"
 
 
 def test_a_retry_with_the_same_key_is_the_same_job(client: Client) -> None:

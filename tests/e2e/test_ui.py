@@ -110,6 +110,10 @@ def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_fo
                 "fetch(document.querySelector('#downloads a[data-artifact=video]').href)"
                 ".then(r => r.status + ' ' + r.headers.get('content-disposition'))"
             )
+            await cdp.wait_for("document.querySelector('#downloads a[data-artifact=event]') !== null", 30)
+            found["event"] = json.loads(await cdp.eval(
+                "fetch(document.querySelector('#downloads a[data-artifact=event]').href).then(r => r.text())"
+            ))  # fmt: skip
             found["layout"] = {}
             for width in (420, 1000):
                 await cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
@@ -156,7 +160,8 @@ def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_fo
     box = found["video_box"]
     assert box["vw"] == 480 and box["vh"] == 320
     assert box["width"] / box["height"] == pytest.approx(480 / 320, rel=0.02), box  # not letterboxed in a square
-    assert dict(found["downloads"]).keys() >= {"image", "video"}
+    assert dict(found["downloads"]).keys() >= {"image", "video", "event"}
+    assert found["event"]["event_type"] == "job.succeeded" and found["event"]["event_id"]
     assert all(name.endswith((".png", ".mp4", ".json")) for _, name in found["downloads"])
     assert found["disposition"].startswith("200 attachment;") and ".mp4" in found["disposition"]
     narrow, wide = found["layout"][420], found["layout"][1000]

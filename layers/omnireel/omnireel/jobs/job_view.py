@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.core.errors import JobNotFound
 from omnireel.core.records import to_dict
-from omnireel.events.job_events import QueuePosition
+from omnireel.events.job_events import QueuePosition, build_job_event
 from omnireel.jobs.artifact_links import artifact_links
-from omnireel.jobs.job import Job
+from omnireel.jobs.job import Job, now
 from omnireel.jobs.request import DEFAULT_WEBHOOK_EVENTS
 from omnireel.usage.metering import usage_view
 
@@ -44,3 +45,14 @@ def _webhook_view(job: Job) -> dict[str, Any] | None:
     events: list[str] = list(job.request.webhook_events or DEFAULT_WEBHOOK_EVENTS)
     deliveries = {k: to_dict(v) for k, v in job.webhook_deliveries.items()}
     return {"url": job.request.webhook, "events": events, "deliveries": deliveries}
+
+
+def terminal_event_view(job: Job, artifacts: ArtifactStore, presign_seconds: int) -> dict[str, Any]:
+    """GET /jobs/{id}/event: the job's terminal event as consumers received it (``build_job_event`` rebuilds the same
+    event: same id, same ``occurred_at``; only the presigned URLs are fresh), for a consumer that missed it and for
+    the page's download. A job whose event is not out yet: ``EventNotPublished`` (404)."""
+    if not job.event_published_at:
+        raise JobNotFound(
+            f"job {job.job_id} has no terminal event yet (status {job.status.value})", code="EventNotPublished"
+        )
+    return to_dict(build_job_event(job, artifact_links(job, artifacts, presign_seconds), now()))
