@@ -47,7 +47,8 @@ JOB_FIELDS: list[JobField] = [
         "--webhook-event",
         ("webhook_events",),
         str,
-        "an event type the webhook receives (repeatable; default: job.succeeded, job.failed, job.cancelled)",
+        "an event type the webhook receives (repeatable; default: job.succeeded, job.failed, job.cancelled, "
+        "job.expired)",
         "TYPE",
         repeat=True,
     ),
