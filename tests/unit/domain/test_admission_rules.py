@@ -1,0 +1,32 @@
+"""Issue 34: admission's pure rules - capacity per endpoint kind and who is served next."""
+
+from __future__ import annotations
+
+from omnireel.admission.pool import Pool, caller_key, capacity_of, entry_key, next_callers
+
+
+def test_capacity_is_instances_times_per_instance_and_an_async_endpoint_at_zero_keeps_one_instances_slots():
+    assert capacity_of("image", 3, 2) == 6
+    assert capacity_of("image", 0, 2) == 0  # a real-time endpoint without instances serves nothing
+    assert capacity_of("video", 0, 2) == 2  # a bounded backlog reaches SageMaker's queue: it scales from zero
+    assert capacity_of("video", 4, 1) == 4
+
+
+def test_the_caller_served_least_recently_goes_first_and_a_caller_never_served_before_anyone():
+    pool = Pool(
+        kind="image",
+        capacity=1,
+        queued={"a": 300, "b": 1, "c": 0, "d": 2},
+        served={"a": "2026-12-04T12:00:03.000Z", "d": "2026-12-04T12:00:01.000Z", "c": "2026-12-04T11:00:00.000Z"},
+    )
+    assert next_callers(pool) == ["b", "d", "a"]  # c has nothing waiting
+    assert pool.callers_waiting() == ["a", "b", "d"]
+
+
+def test_entry_keys_keep_a_callers_jobs_in_arrival_order_and_callers_apart():
+    a = caller_key("AIDAEXAMPLE")
+    assert a != caller_key("AIDAOTHER") and a == caller_key("AIDAEXAMPLE") and len(a) == 20 and "#" not in a
+    assert caller_key(None) == caller_key("inbox")  # dropped files share one queue
+    first = entry_key(a, "2026-12-04T12:00:00.000Z", "job-2")
+    later = entry_key(a, "2026-12-04T12:00:01.000Z", "job-1")
+    assert first < later and first.startswith(f"{a}#")
