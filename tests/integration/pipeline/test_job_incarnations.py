@@ -103,7 +103,7 @@ def test_a_job_whose_execution_never_started_gets_exactly_one_job_failed_from_th
     (stuck,) = [item["job_id"]["S"] for item in pipeline.ddb.scan(TableName=pipeline.table)["Items"]]
     # The caller gave up: nothing will ever start that job's execution.
     sweep = pipeline.handlers["fail_overdue_jobs"]
-    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": []}  # nothing overdue yet
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs"))["failed"] == []  # nothing overdue yet
     running = post(pipeline, "order-running")  # a healthy job, accepted later
     created = {job: pipeline.job(job)["created_at"] for job in (stuck, running)}
     assert created[stuck] < created[running]
@@ -112,15 +112,17 @@ def test_a_job_whose_execution_never_started_gets_exactly_one_job_failed_from_th
     # clock instead of sleeping.
     at = parse_time(created[running]) + timedelta(seconds=sweep.settings.job_deadline_seconds)
     monkeypatch.setattr(deadline, "now", lambda: at)
-    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": [stuck]}
-    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": []}  # exactly once
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs"))["failed"] == [stuck]
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs"))["failed"] == []  # exactly once
 
     job = pipeline.job(stuck)
     assert job["status"] == "failed"
-    assert job["error"]["stage"] == "accept" and job["error"]["code"] == "JobDeadlineExceeded"
-    assert "it was still accepted" in job["error"]["message"]
+    # Issue 34: the deadline counts from a job's first admission (a job never admitted, from the end of its
+    # max_queue_seconds), so this job, never started, is failed for what it is: its execution never started.
+    assert job["error"]["stage"] == "accept" and job["error"]["code"] == "WorkflowNotStarted"
+    assert "never started" in job["error"]["message"]
     events = [e for e in pipeline.consumer_events() if e["job_id"] == stuck]
-    assert [(e["event_type"], e["error"]["code"]) for e in events] == [("job.failed", "JobDeadlineExceeded")]
+    assert [(e["event_type"], e["error"]["code"]) for e in events] == [("job.failed", "WorkflowNotStarted")]
     assert pipeline.job(running)["status"] != "failed"
     item = pipeline.ddb.get_item(TableName=pipeline.table, Key={"job_id": {"S": stuck}})["Item"]
     assert "open_shard" not in item  # out of the open-jobs index once terminal
@@ -156,8 +158,8 @@ def test_a_job_whose_execution_never_started_is_failed_after_the_start_grace_not
     # Both jobs are older than the start grace, far younger than the deadline: only the unstarted one is failed.
     at = parse_time(pipeline.job(started)["created_at"]) + timedelta(seconds=deadline.START_GRACE_SECONDS + 1)
     monkeypatch.setattr(deadline, "now", lambda: at)
-    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": [stuck]}
-    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs")) == {"failed": []}
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs"))["failed"] == [stuck]
+    assert sweep.handler(scheduled_event(), Context("fail_overdue_jobs"))["failed"] == []
     job = pipeline.job(stuck)
     assert (job["status"], job["error"]["stage"], job["error"]["code"]) == ("failed", "accept", "WorkflowNotStarted")
     events = [e for e in pipeline.consumer_events() if e["job_id"] == stuck]

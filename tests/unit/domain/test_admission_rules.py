@@ -30,3 +30,36 @@ def test_entry_keys_keep_a_callers_jobs_in_arrival_order_and_callers_apart():
     first = entry_key(a, "2026-12-04T12:00:00.000Z", "job-2")
     later = entry_key(a, "2026-12-04T12:00:01.000Z", "job-1")
     assert first < later and first.startswith(f"{a}#")
+
+
+def test_the_job_deadline_does_not_count_time_spent_waiting_within_max_queue_seconds():
+    """Issue 34 item 6: JobDeadlineSeconds counts from the first admission; a job never admitted, from the end of its
+    queue limit (on main both counted from acceptance: an hour in the queue was an hour of the deadline)."""
+    from datetime import timedelta
+
+    from omnireel.jobs.deadline import running_s
+    from omnireel.jobs.job import Job, JobStatus, parse_time
+    from omnireel.jobs.request import parse_job_request
+
+    accepted = "2026-12-04T10:00:00.000Z"
+    admitted = "2026-12-04T10:50:00.000Z"  # 50 minutes in the queue
+    waited = Job(
+        job_id="0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a11",
+        status=JobStatus.RENDERING_VIDEO,
+        request=parse_job_request({"prompt": "p"}),
+        source="api",
+        created_at=accepted,
+        updated_at=admitted,
+        stage_times={"accepted": accepted, "queued": accepted, "generating_image": admitted},
+    )
+    at = parse_time(accepted) + timedelta(hours=1)
+    assert running_s(waited, at) == 600  # ten minutes since its admission, not an hour since acceptance
+    never = Job(
+        job_id="0b6f1c1e-5a0e-4d55-9c3e-2f8f0f7d6a12",
+        status=JobStatus.QUEUED,
+        request=parse_job_request({"prompt": "p", "max_queue_seconds": 1800}),
+        source="api",
+        created_at=accepted,
+        updated_at=accepted,
+    )
+    assert running_s(never, at) == 1800  # an hour old, half of it within its queue limit
