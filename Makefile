@@ -182,7 +182,7 @@ test-e2e: $(DEV_STAMP) $(AWS_STAMP)
 	@$(PYTEST) tests/e2e $(NOT_SCALE)
 
 # `make test test-scale`: the lanes one after the other, not side by side (make runs goals in parallel, --jobs).
-test-scale: $(DEV_STAMP) $(AWS_STAMP) | $(filter test,$(MAKECMDGOALS)) ## the scale lane (~5 min): the fault suite, 1,000 maximum-length jobs, a 10 MiB drop
+test-scale: $(DEV_STAMP) $(AWS_STAMP) | $(filter test,$(MAKECMDGOALS)) ## the scale lane: the fault suite, 1,000 maximum-length jobs, a 10 MiB drop (.ci/run runs it after make test)
 	@mkdir -p $(JUNIT_DIR)
 	@$(PYTEST) -p no:cacheprovider $(call JUNIT,scale) $(SCALE_PATHS) $(SCALE_TESTS)
 
@@ -203,7 +203,7 @@ WAITING_LANE := tests/integration/pipeline/test_state_machine.py tests/e2e/test_
 	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
-test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## lint gate, unit, integration, e2e tests with a boundary case at each limit (~4-8 min; the scale cases: make test-scale)
+test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## lint gate, unit, integration, e2e tests, with a boundary case at each limit (the scale cases: make test-scale)
 	@# The lint gate (single-threaded tools, ~1 min, one at a time) runs in the background while pytest runs: the e2e
 	@# tests spend much of their time waiting on the local stack, so the gate mostly fills idle CPU instead of adding
 	@# its minute. Its output is printed after pytest's; either failing fails `make test` (`make lint` alone runs it in
