@@ -23,14 +23,15 @@ NODE_STAMP  := node_modules/.installed
 # hand-edited requirements/*.txt: exact versions and every file's sha256). Installs are --require-hashes --no-deps:
 # exactly the lock, nothing resolved at install time. uv itself lives in .venv-uv, installed by the bootstrap Python's
 # pip from its own hash-pinned lock. uv never downloads a Python: every venv uses the one scripts/find-python found.
-# No bytecode is compiled at install (Python writes it on first import: only the modules used, docs/benchmarks.md).
+# Bytecode is compiled at install, as pip did: without it the first test run's parallel stack starts each compiled
+# moto, botocore... from source at once, and under load a stack start ran past the tests' 120 s bound.
 UV_VENV     := .venv-uv
 UV          := $(UV_VENV)/bin/uv
 UV_STAMP    := $(UV_VENV)/.installed
 LOCK        := requirements/lock
 export UV_PYTHON_DOWNLOADS := never
-UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps
-UV_SYNC     := $(UV) pip sync --quiet --require-hashes
+UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps --compile-bytecode
+UV_SYNC     := $(UV) pip sync --quiet --require-hashes --compile-bytecode
 
 .PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli uv envs lock checkov lint test test-unit test-integration test-e2e test-scale test-durations demo build validate clean destroy bench smoke relay-image preflight deploy
 
