@@ -23,15 +23,16 @@ NODE_STAMP  := node_modules/.installed
 # hand-edited requirements/*.txt: exact versions and every file's sha256). Installs are --require-hashes --no-deps:
 # exactly the lock, nothing resolved at install time. uv itself lives in .venv-uv, installed by the bootstrap Python's
 # pip from its own hash-pinned lock. uv never downloads a Python: every venv uses the one scripts/find-python found.
-# Bytecode is compiled at install, as pip did: without it the first test run's parallel stack starts each compiled
-# moto, botocore... from source at once, and under load a stack start ran past the tests' 120 s bound.
+# .venv's and .venv-emulator's bytecode is compiled at install, as pip did: without it the first test run's parallel
+# stack starts each compiled moto, botocore... from source at once, and under load one ran past the tests' 120 s start
+# bound. The other venvs (one process each at a time) write theirs on first import: only the modules used.
 UV_VENV     := .venv-uv
 UV          := $(UV_VENV)/bin/uv
 UV_STAMP    := $(UV_VENV)/.installed
 LOCK        := requirements/lock
 export UV_PYTHON_DOWNLOADS := never
-UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps --compile-bytecode
-UV_SYNC     := $(UV) pip sync --quiet --require-hashes --compile-bytecode
+UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps
+UV_SYNC     := $(UV) pip sync --quiet --require-hashes
 
 .PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli uv envs lock checkov lint test test-unit test-integration test-e2e test-scale test-durations demo build validate clean destroy bench smoke relay-image preflight deploy
 
@@ -57,7 +58,7 @@ $(STAMP): $(UV_STAMP) $(LOCK)/venv.txt pyproject.toml
 	@echo "==> [.venv 1/3] creating $(VENV) with $(PYTHON_BOOT)"
 	@test -x $(PY) || $(UV) venv --quiet --python $(PYTHON_BOOT) $(VENV)
 	@echo "==> [.venv 2/3] installing the local stack, the layer and the relay into $(VENV) (uv: $(LOCK)/venv.txt)"
-	@$(UV_SYNC) --python $(PY) $(LOCK)/venv.txt
+	@$(UV_SYNC) --compile-bytecode --python $(PY) $(LOCK)/venv.txt
 	@echo "==> [.venv 3/3] installing the omnireel command (editable: $(VENV)/bin/omnireel runs this checkout)"
 	@# setuptools (pinned in the lock) is the editable install's build backend, then removed: nothing imports it at
 	@# run time (10 MB), and no isolated build environment is resolved.
@@ -82,7 +83,7 @@ $(EMU_STAMP): $(STAMP) $(LOCK)/emulator.txt
 	@echo "==> [$(EMU_VENV) 1/2] creating $(EMU_VENV) (extends $(VENV)): the container emulator's own environment"
 	@scripts/extend-venv $(PYTHON_BOOT) $(EMU_VENV) $(VENV)
 	@echo "==> [$(EMU_VENV) 2/2] installing PyAV (FFmpeg) and numpy into $(EMU_VENV): the emulator's H.264 MP4s, PNGs and PCM"
-	@$(UV_INSTALL) --python $(EMU_PY) -r $(LOCK)/emulator.txt
+	@$(UV_INSTALL) --compile-bytecode --python $(EMU_PY) -r $(LOCK)/emulator.txt
 	@touch $@
 	@echo "==> $(EMU_VENV) ready ($$(du -sm $(EMU_VENV) | cut -f1) MiB on disk)"
 
