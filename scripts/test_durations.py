@@ -58,7 +58,8 @@ def main() -> int:
         return 2
     old = json.loads(DURATIONS.read_text())["seconds"] if DURATIONS.exists() else {}
     new = measured(reports)
-    seconds = {path: round(new.get(path, old.get(path, estimate(path))), 1) for path in test_files()}
+    # At least 0.1 s: a file that ran takes some time (and 0 would never be ordered).
+    seconds = {path: max(0.1, round(new.get(path, old.get(path, estimate(path))), 1)) for path in test_files()}
     doc = {
         "about": "Seconds per test file in a real run, longest first in tests/conftest.py. Refresh: make "
         "test-durations (a new file may be added by hand with an estimate until then).",
