@@ -10,6 +10,8 @@ import time
 import uuid
 from typing import Any
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+
 from . import event_log
 from .errors import InfraError, UsageError
 from .event_log import unwrap
@@ -124,6 +126,6 @@ def wait_for_event(sqs: Any, url: str, job_id: str, timeout: float) -> dict[str,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for event in receive(sqs, url, max(1, min(5, int(deadline - time.monotonic())))):
-            if event.get("job_id") == job_id and event.get("event_type") != "job.image_ready":  # the terminal one
+            if event.get("job_id") == job_id and event.get("event_type") in TERMINAL_EVENT_TYPES:
                 return event
     return None

@@ -16,6 +16,8 @@ from pathlib import Path
 import av
 from PIL import Image
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+
 
 def decode_mp4(path: Path) -> tuple[int, int, int]:
     """(frames, width, height) decoded with a real decoder (PyAV / FFmpeg)."""
@@ -159,7 +161,7 @@ class JobEvents:
             for message in response.get("Messages", []):
                 body = json.loads(message["Body"])
                 event = json.loads(body["Message"]) if body.get("Type") == "Notification" else body
-                if self.progress or event.get("event_type") != "job.image_ready":
+                if self.progress or event.get("event_type") in TERMINAL_EVENT_TYPES:
                     self.received.append(event)
                 self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
         return self.received

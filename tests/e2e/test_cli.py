@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
 from tests.e2e.conftest import ROOT, LocalStack, cli_command
 from tests.e2e.helpers import LineReader, aws_client, wait_for
 
@@ -101,7 +102,9 @@ def test_events_follow_says_it_is_waiting_then_shows_new_events(stack: LocalStac
         waiting = LineReader(follower, "stderr").next_line(60)  # printed after the log, before the first wait
         assert "waiting for job events" in waiting and "120 s" in waiting
         job_id = json.loads(stack.cli("submit", "followed", "--frames", "5", "--json", check=True).stdout)["job_id"]
-        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id and e["event_type"] != "job.image_ready", 120)
+        event = reader.wait_for_json(
+            lambda e: e.get("job_id") == job_id and e["event_type"] in TERMINAL_EVENT_TYPES, 120
+        )
     finally:
         follower.terminate()
         follower.wait(timeout=10)

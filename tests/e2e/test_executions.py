@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
 
 from .conftest import LocalStack, start_stack, stop_stack
@@ -46,7 +47,7 @@ def events_for(stack: LocalStack, job_id: str, want: int, timeout: float) -> lis
         result = stack.cli("events", "--json", "--job", job_id, timeout=60)
         assert result.returncode == 0, result.stderr
         events = map(json.loads, result.stdout.splitlines())  # the whole log of the job's events, every time
-        found[:] = [e for e in events if e.get("event_type") != "job.image_ready"]
+        found[:] = [e for e in events if e.get("event_type") in TERMINAL_EVENT_TYPES]
         return len(found) >= want
 
     wait_for(more, timeout, f"{want} event(s) for job {job_id}")

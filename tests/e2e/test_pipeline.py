@@ -9,6 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+
 from .conftest import ROOT, LocalStack, cli_command
 from .helpers import LineReader, decode_mp4, drain_events_until, png_size
 
@@ -53,7 +55,9 @@ def test_a_subscriber_receives_job_succeeded(stack: LocalStack) -> None:
         reader = LineReader(consumer)
         submitted = stack.cli("submit", "a paper boat on a rainy street", "--json", check=True)
         job_id = json.loads(submitted.stdout)["job_id"]
-        event = reader.wait_for_json(lambda e: e.get("job_id") == job_id and e["event_type"] != "job.image_ready", 90)
+        event = reader.wait_for_json(
+            lambda e: e.get("job_id") == job_id and e["event_type"] in TERMINAL_EVENT_TYPES, 90
+        )
     finally:
         consumer.terminate()
         consumer.wait(timeout=10)
@@ -84,7 +88,7 @@ def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalSta
     stats = httpx.get(f"{emulator}/_emulator/stats", timeout=10).json()
     assert stats["routes"]["images"].get("error", 0) >= 3
     event = drain_events_until(
-        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] != "job.image_ready"
+        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] in TERMINAL_EVENT_TYPES
     )
     assert event is not None and event["event_type"] == "job.failed"
     assert event["error"]["code"] == "EndpointUnavailable"
@@ -114,7 +118,7 @@ def test_an_invalid_dropped_file_yields_job_failed(stack: LocalStack, tmp_path: 
     assert job["status"] == "failed"
     assert job["error"]["code"] == "InvalidRequest"
     event = drain_events_until(
-        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] != "job.image_ready"
+        stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] in TERMINAL_EVENT_TYPES
     )
     assert event is not None and event["event_type"] == "job.failed"
     assert "not valid JSON" in event["error"]["message"]

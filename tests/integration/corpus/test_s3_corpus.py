@@ -17,6 +17,7 @@ from urllib.parse import quote_plus
 
 import pytest
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
 from tests.corpus.loader import CORPUS, expand, params
 from tests.integration.pipeline.harness import Context, s3_put_event
 
@@ -59,7 +60,7 @@ def _events_for(pipeline, job_id: str, *, wait_for_one: bool, timeout: float = 1
         for message in messages:
             _EVENTS.append(json.loads(json.loads(message["Body"])["Message"]))
             pipeline.sqs.delete_message(QueueUrl=pipeline.events_queue, ReceiptHandle=message["ReceiptHandle"])
-        mine = [e for e in _EVENTS if e.get("job_id") == job_id and e.get("event_type") != "job.image_ready"]
+        mine = [e for e in _EVENTS if e.get("job_id") == job_id and e.get("event_type") in TERMINAL_EVENT_TYPES]
         if not messages and (mine or not wait_for_one):
             return mine
         assert time.monotonic() < deadline, f"the events of job {job_id} did not arrive within {timeout} s"

@@ -19,6 +19,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from omnireel.events.job_events import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
 
 TIMEOUT_S = 35.0
@@ -175,6 +176,6 @@ def event_for(state: dict[str, Any], job_id: str, timeout: float = 60.0) -> dict
         for message in found.get("Messages", []):
             envelope = json.loads(message["Body"])
             event = json.loads(envelope["Message"]) if "Message" in envelope else envelope
-            if event.get("job_id") == job_id and event.get("event_type") != "job.image_ready":  # the terminal one
+            if event.get("job_id") == job_id and event.get("event_type") in TERMINAL_EVENT_TYPES:
                 return event
     raise AssertionError(f"no event for job {job_id} within {timeout} s")

@@ -59,7 +59,9 @@ def stores(monkeypatch):
         resources = load_template()["Resources"]
         for name, table in (("jobs", "JobsTable"), ("admission", "AdmissionTable")):
             spec = resources[table]["Properties"]
-            extra = {"GlobalSecondaryIndexes": spec["GlobalSecondaryIndexes"]} if "GlobalSecondaryIndexes" in spec else {}
+            extra = (
+                {"GlobalSecondaryIndexes": spec["GlobalSecondaryIndexes"]} if "GlobalSecondaryIndexes" in spec else {}
+            )
             ddb.create_table(
                 TableName=name,
                 AttributeDefinitions=spec["AttributeDefinitions"],

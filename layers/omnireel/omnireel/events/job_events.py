@@ -9,7 +9,7 @@ contract: tests check that the fields here are the schema's and that the events 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 import msgspec
 
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 EVENT_VERSION: Literal[1] = 1
 TerminalStatus = Literal["succeeded", "failed", "cancelled", "expired"]
 TerminalEventType = Literal["job.succeeded", "job.failed", "job.cancelled", "job.expired"]
+# The event types that end a job: exactly one per job. Every other job event (job.image_ready, job.queued) reports
+# progress; a consumer waiting for a job's outcome waits for one of these, never for "anything but image_ready".
+TERMINAL_EVENT_TYPES: frozenset[str] = frozenset(get_args(TerminalEventType))
 EVENT_SOURCE = "omnireel"
 
 

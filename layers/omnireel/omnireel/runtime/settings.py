@@ -96,8 +96,8 @@ class BatchSettings(InboxSettings, frozen=True, kw_only=True):
 
     batches_table: str
     batch_queue_url: str
-    # template.yaml BatchMaxInFlightJobs: jobs of one batch running at once (a per-batch cap since issue 34: the GPUs are
-    # shared across callers by admission, omnireel.admission).
+    # template.yaml BatchMaxInFlightJobs: jobs of one batch running at once (a per-batch cap since issue 34: the GPUs
+    # are shared across callers by admission, omnireel.admission).
     batch_max_in_flight_jobs: Annotated[int, msgspec.Meta(ge=1, le=100000)] = 100
     batch_retry_base_seconds: Annotated[int, msgspec.Meta(ge=1, le=60)] = 2
     # template.yaml BatchMaxDeferralSeconds: a line still without an in-flight slot this long after it was first
