@@ -767,3 +767,17 @@ def test_the_inbox_function_may_list_its_prompts_so_a_vanished_version_is_a_404(
     assert len(listing) == 1
     assert listing[0]["Condition"] == {"StringLike": {"s3:prefix": "prompts/*"}}
     assert listing[0]["Resource"]["Fn::Sub"].endswith("-inbox-${AWS::AccountId}-${AWS::Region}")
+
+
+def test_a_key_given_twice_in_one_mapping_is_refused(tmp_path) -> None:
+    """A route pasted twice (SubmitBatchUpload, issue 33) passed every local check: PyYAML keeps the last key."""
+    import yaml
+
+    from omnireel_template import load_template
+
+    path = tmp_path / "template.yaml"
+    path.write_text("Resources:\n  A:\n    Type: X\n  A:\n    Type: Y\n")
+    with pytest.raises(yaml.constructor.ConstructorError, match="found duplicate key 'A'"):
+        load_template(path)
+    path.write_text("Resources:\n  A: {Type: X}\n  B: {Type: !Ref A}\n")
+    assert set(load_template(path)["Resources"]) == {"A", "B"}
