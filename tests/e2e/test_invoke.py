@@ -49,16 +49,48 @@ EXPECTED = {
     "api_post_jobs.json": (0, lambda r, job: r["statusCode"] == 202 and json.loads(r["body"])["status"] == "accepted"),
     "async_result_completed.json": (0, lambda r, job: r["results"] == [{"job_id": job, "outcome": "ignored"}]),
     "async_result_failed.json": (0, lambda r, job: r["results"] == [{"job_id": job, "outcome": "ignored"}]),
-    "fail_overdue_jobs.json": (0, lambda r, job: r == {"failed": []}),
+    # Nothing overdue; the pending counters' heal (issue 34 item 5) reports how many it fixed (normally none).
+    "fail_overdue_jobs.json": (
+        0,
+        lambda r, job: (
+            r["failed"] == []
+            and set(r) == {"failed", "pending_counters_healed"}
+            and isinstance(r["pending_counters_healed"], int)
+            and r["pending_counters_healed"] >= 0
+        ),
+    ),
     # A run on the shared stack: what it repaired, as counts (normally none; a batch of another test may be mid-way).
     "reconcile_batches.json": (
         0,
         lambda r, job: (
-            set(r) == {"lines_counted", "slots_freed", "jobs_failed", "intakes_ended", "batches_completed"}
+            set(r)
+            == {
+                "lines_counted",
+                "slots_freed",
+                "jobs_failed",
+                "intakes_ended",
+                "batches_completed",
+                "lines_lost",
+                "dead_letters",
+            }
             and all(isinstance(v, int) and v >= 0 for v in r.values())
         ),
     ),
     "generate_image.json": (1, _conflict("generating_image")),
+    # The admission schedule on the shared stack: per endpoint kind, its pool and what it repaired (counts).
+    "heal_admission.json": (
+        0,
+        lambda r, job: (
+            set(r) == {"image", "video"}
+            and all(
+                set(pool) == {"capacity", "in_use", "waiting", "released", "dropped", "recounted", "granted"}
+                and all(isinstance(v, int) and v >= 0 for v in pool.values())
+                for pool in r.values()
+            )
+        ),
+    ),
+    # A finished job does not wait for a slot: nothing is queued, no token is answered.
+    "wait_for_slot.json": (0, lambda r, job: r == {"job_id": job, "kind": "image", "outcome": "ended"}),
     # The same bucket, key and version as the real upload: the inbox recognises its own job (one version, one job).
     "inbox_s3_put.json": (
         0,
