@@ -16,7 +16,7 @@ from pathlib import Path
 import av
 from PIL import Image
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.job_events import PROGRESS_EVENT_TYPES
 
 
 def decode_mp4(path: Path) -> tuple[int, int, int]:
@@ -139,7 +139,8 @@ class JobEvents:
     drained by other tests' waits)."""
 
     def __init__(self, stack, *, progress: bool = False):  # type: ignore[no-untyped-def]
-        """``progress``: also job.image_ready (by default only the terminal events are kept)."""
+        """``progress``: also the progress events, job.image_ready and job.queued (by default only the terminal job
+        events and the batch events are kept)."""
         self.progress = progress
         self.sqs, self.sns = aws_client(stack, "sqs"), aws_client(stack, "sns")
         self.url = self.sqs.create_queue(QueueName=f"omnireel-e2e-events-{uuid.uuid4().hex[:10]}")[
@@ -161,7 +162,7 @@ class JobEvents:
             for message in response.get("Messages", []):
                 body = json.loads(message["Body"])
                 event = json.loads(body["Message"]) if body.get("Type") == "Notification" else body
-                if self.progress or event.get("event_type") in TERMINAL_EVENT_TYPES:
+                if self.progress or event.get("event_type") not in PROGRESS_EVENT_TYPES:  # terminal and batch events
                     self.received.append(event)
                 self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
         return self.received

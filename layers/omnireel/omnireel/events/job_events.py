@@ -211,3 +211,12 @@ def sns_message_attributes(event: JobEvent | ImageReadyEvent | QueuedEvent | Bat
     elif batch_webhook := getattr(event, "webhook_url", None):  # batch.completed of a batch that named a webhook
         attributes["webhook"] = {"DataType": "String", "StringValue": batch_webhook}
     return attributes
+
+
+# The progress events (job.image_ready, job.queued): read from the structs themselves, so a new one is counted here.
+PROGRESS_EVENT_TYPES: frozenset[str] = frozenset(
+    field.default
+    for struct in (ImageReadyEvent, QueuedEvent)
+    for field in msgspec.structs.fields(struct)
+    if field.name == "event_type"
+)
