@@ -91,6 +91,11 @@ class Phase:
     # The same Idempotency-Key again after the job's record expired (DynamoDB TTL, simulated by deleting the item
     # once the first terminal event arrived): a second record of the same job id, which must run and end again.
     reuse_after_expiry: bool = False
+    # The video endpoint's instance count during the phase (UpdateEndpointWeightsAndCapacities), back to 1 after it.
+    # 0: scaled to zero and not scaled out in time (the local stack has no Application Auto Scaling): admission's
+    # bounded backlog (one request per per-instance slot, docs/capacity.md) waits in SageMaker's queue until its TTL.
+    # Since issue 34 this is how a request still expires in the queue: admission never sends more than the capacity.
+    video_instances: int | None = None
 
 
 def phases(scale: int, long: bool) -> list[Phase]:
@@ -140,11 +145,12 @@ def phases(scale: int, long: bool) -> list[Phase]:
         ),
         Phase(
             "queue_expiry",
-            "video 2 s, 2 concurrent, RequestTTL capped at 0.5 s, burst submit",
+            "video endpoint scaled to zero and not scaled out in time; RequestTTL capped at 0.5 s, burst submit",
             max(6, n),
             {"videos": {"latency_s": 2.0}},
             {"request_ttl_cap_s": 0.5},
             burst=True,
+            video_instances=0,
         ),
         Phase(
             "ttl_reuse",
@@ -154,12 +160,14 @@ def phases(scale: int, long: bool) -> list[Phase]:
         ),
         Phase(
             "missing_output",
-            "video requests expire in the queue (TTL 0.5 s) and every notification is lost: ReconcileVideo heads an "
-            "output that does not exist (S3 answers 403 without s3:ListBucket, 404 with it)",
+            "video requests expire in the queue (endpoint at zero instances, TTL 0.5 s) and every notification "
+            "is lost: ReconcileVideo heads an output that does not exist (S3 answers 403 without s3:ListBucket, "
+            "404 with it)",
             max(4, n),
             {"videos": {"latency_s": 2.0}},
             {"request_ttl_cap_s": 0.5, "sns_drop_rate": 1.0},
             burst=True,
+            video_instances=0,
         ),
         Phase(
             "admission",
@@ -380,7 +388,23 @@ def _wait_until_idle(stack: IsolatedStack, log: Callable[[str], None]) -> None:
         time.sleep(0.5)
 
 
+def _scale_video(stack: IsolatedStack, instances: int) -> None:
+    """The video endpoint's instance count, as Application Auto Scaling (or an operator) sets it."""
+    sagemaker = stack.client("sagemaker")
+    name = stack.output("VideoEndpointName")
+    variant = sagemaker.describe_endpoint(EndpointName=name)["ProductionVariants"][0]
+    if variant.get("CurrentInstanceCount") == instances:
+        return
+    sagemaker.update_endpoint_weights_and_capacities(
+        EndpointName=name,
+        DesiredWeightsAndCapacities=[
+            {"VariantName": variant["VariantName"], "DesiredWeight": 1.0, "DesiredInstanceCount": instances}
+        ],
+    )
+
+
 def _apply_phase(stack: IsolatedStack, phase: Phase, seed: int, originals: dict[str, dict[str, Any]]) -> None:
+    _scale_video(stack, 1 if phase.video_instances is None else phase.video_instances)
     for kind in ("images", "videos"):
         faults = {**BASE_EMULATOR[kind], **phase.emulator.get(kind, {})}
         stack.emulator(kind, {"faults": {kind: None}})

@@ -196,6 +196,8 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     "lambda:GetFunction", "lambda:GetFunctionConfiguration", "lambda:UpdateFunctionConfiguration",
                     "lambda:InvokeFunction",  # `omnireel invoke` (sam remote invoke needs it on AWS too)
                     "sagemaker:Describe*", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
+                    # scale an endpoint by hand, as Application Auto Scaling does (the local stack has none)
+                    "sagemaker:UpdateEndpointWeightsAndCapacities",
                     "secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue",
                 ],
                 "Resource": [
