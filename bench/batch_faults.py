@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.hostile_consumers import Caller, _developer, _second_caller
-from bench.localstack import EventCollector, IsolatedStack
-from omnireel_local.event_sources import RECEIVE_WAIT_S
+from bench.localstack import EventCollector, IsolatedStack, consumer_paused
 
 SLOW_HOST = "slow-submit.hooks.test"
 SLOW_DELAY_S = 30  # far past the submit-time bound (omnireel.webhooks.submit_check.SUBMIT_RESOLVE_TIMEOUT_S)
@@ -179,11 +178,11 @@ def run_batch_faults(
     try:
         for kind in ("images", "videos"):  # the pipeline is not what this phase measures
             stack.emulator(kind, {"faults": {kind: None}})
-        sqs.set_queue_attributes(QueueUrl=work_queue, Attributes={"VisibilityTimeout": str(VISIBILITY_S)})
-        stack.update_function("BatchSubmitFunction", Timeout=BATCH_SUBMIT_TIMEOUT_S)
-        # A receive takes the queue's visibility timeout when it starts: the pollers' long polls under way (up to
-        # RECEIVE_WAIT_S) still hold the old one. Nothing to observe, so wait them out.
-        time.sleep(RECEIVE_WAIT_S + 1)
+        # A receive takes the queue's visibility timeout when it starts: with BatchSubmit's consumer paused (its
+        # State Disabled: no receive under way), every receive after the change takes the new one.
+        with consumer_paused(stack.client("lambda"), stack.function_name("BatchSubmitFunction")):
+            sqs.set_queue_attributes(QueueUrl=work_queue, Attributes={"VisibilityTimeout": str(VISIBILITY_S)})
+            stack.update_function("BatchSubmitFunction", Timeout=BATCH_SUBMIT_TIMEOUT_S)
 
         # 1. A chunk whose every receive is killed: dead-lettered, then failed by the reconciler with the reason. The
         # queue's maxReceiveCount is lowered for this step (a crash loop reaches the dead-letter queue in two receives

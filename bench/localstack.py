@@ -36,6 +36,28 @@ from omnireel_client.signing import signed_headers  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
 
 UP_TIMEOUT_S = 120
+# How long a paused consumer may take to stop: a poller's long poll under way when the mapping was disabled (20 s at
+# most, omnireel_local.event_sources.RECEIVE_WAIT_S), plus room for a loaded machine.
+PAUSE_TIMEOUT_S = 60
+
+
+@contextlib.contextmanager
+def consumer_paused(lambda_client: Any, function_name: str, timeout_s: float = PAUSE_TIMEOUT_S) -> Any:
+    """While open, the function's SQS event source mapping is disabled (``UpdateEventSourceMapping Enabled=false``,
+    as an operator pauses a consumer on AWS) and no receive of it is under way: entered once its ``State`` reads
+    ``Disabled`` (bounded by ``timeout_s``), so messages sent now wait in the queue, and queue attributes changed now
+    hold for every receive after. On exit the mapping is enabled again."""
+    (mapping,) = lambda_client.list_event_source_mappings(FunctionName=function_name)["EventSourceMappings"]
+    lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+    try:
+        ends = time.monotonic() + timeout_s
+        while (state := lambda_client.get_event_source_mapping(UUID=mapping["UUID"])["State"]) != "Disabled":
+            if time.monotonic() > ends:
+                raise TimeoutError(f"{function_name}'s event source mapping still {state} after {timeout_s:.0f} s")
+            time.sleep(0.2)  # polling the mapping's State, bounded
+        yield mapping
+    finally:
+        lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=True)
 
 
 def _cli() -> list[str]:

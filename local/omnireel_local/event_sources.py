@@ -13,6 +13,9 @@ As on AWS:
 - at most ``MaximumConcurrency`` invocations run at once for the mapping (AWS's minimum 2; without the setting, the
   local default is ``DEFAULT_CONCURRENCY``);
 - a batch is up to ``BatchSize`` messages (gathered over at most ``MaximumBatchingWindowInSeconds``);
+- a mapping updated to ``Enabled: false`` stops receiving: its ``State`` is ``Disabling`` while a receive or an
+  invocation it began is still under way (a long poll ends within ``RECEIVE_WAIT_S``; messages it took are delivered),
+  then ``Disabled`` (``state_of``, read by ``GetEventSourceMapping``: patch 15b); ``Enabled: true`` resumes it;
 - a successful invocation deletes its messages, except those named in ``batchItemFailures`` when the mapping reports
   item failures; a failed invocation deletes nothing, so its messages come back after the visibility timeout and end in
   the queue's redrive (dead-letter) target after ``maxReceiveCount`` receives, which SQS itself enforces.
@@ -37,6 +40,10 @@ DEFAULT_CONCURRENCY = 4
 # for these waits: the threads are daemons, and a poller that wakes after shutdown delivers nothing.
 RECEIVE_WAIT_S = 20
 SHUTDOWN_DELIVERY_WAIT_S = 5  # shutdown waits this long at most for invocations already under way
+DISABLED_RECHECK_S = 1.0  # a disabled mapping's pollers look at its Enabled flag this often (no AWS call)
+
+# The running fleets (one per stack process), for ``state_of``.
+_FLEETS: list[SqsPollers] = []
 
 
 @dataclass
@@ -49,6 +56,7 @@ class SqsMapping:
     concurrency: int = DEFAULT_CONCURRENCY
     report_item_failures: bool = False
     stats: dict[str, int] = field(default_factory=lambda: {"invocations": 0, "errors": 0, "item_failures": 0})
+    active: int = 0  # pollers inside a receive or an invocation (guarded by SqsPollers._idle)
 
     @classmethod
     def from_spec(cls, esm_uuid: str, spec: dict[str, Any]) -> SqsMapping:
@@ -113,8 +121,18 @@ def failed_item_ids(payload: str) -> set[str] | None:
     return ids
 
 
+def state_of(esm_uuid: str, enabled: bool) -> str | None:
+    """The ``State`` of a polled SQS mapping as Lambda reports it; None when no fleet polls it."""
+    for fleet in list(_FLEETS):
+        state = fleet.state(esm_uuid, enabled)
+        if state is not None:
+            return state
+    return None
+
+
 class SqsPollers:
-    """``concurrency`` polling threads per mapping; ``shutdown()`` stops them (bounded join)."""
+    """``concurrency`` polling threads per mapping; ``shutdown()`` stops them (bounded join). ``enabled_of(uuid)``:
+    the mapping's ``Enabled`` setting as the Lambda API last set it."""
 
     def __init__(
         self,
@@ -125,8 +143,10 @@ class SqsPollers:
         sqs_client_for: Callable[[str], Any],
         queue_url_of: Callable[[str], str],
         region: str,
+        enabled_of: Callable[[str], bool] = lambda _uuid: True,
     ):
         self.mappings = mappings
+        self._enabled_of = enabled_of
         self._function_of = function_of  # function ARN -> moto LambdaFunction
         self._invoke = invoke  # (function, payload) -> InvokeResult, synchronous
         self._sqs_client_for = sqs_client_for  # role ARN -> SQS client signed as that role
@@ -137,7 +157,19 @@ class SqsPollers:
         self._delivering = 0  # invocations under way (shutdown waits for them, bounded)
         self._idle = threading.Condition()
 
+    def state(self, esm_uuid: str, enabled: bool) -> str | None:
+        """``Enabled``; ``Disabling`` while a receive or invocation begun before the update is under way; then
+        ``Disabled``."""
+        mapping = next((m for m in self.mappings if m.uuid == esm_uuid), None)
+        if mapping is None:
+            return None
+        if enabled:
+            return "Enabled"
+        with self._idle:
+            return "Disabling" if mapping.active else "Disabled"
+
     def start(self) -> None:
+        _FLEETS.append(self)
         for mapping in self.mappings:
             log.info(
                 "sqs event source %s -> %s: batch %d, window %.1f s, concurrency %d, item failures %s",
@@ -158,6 +190,22 @@ class SqsPollers:
         self._stop.set()
         with self._idle:
             self._idle.wait_for(lambda: self._delivering == 0, timeout=SHUTDOWN_DELIVERY_WAIT_S)
+        if self in _FLEETS:
+            _FLEETS.remove(self)
+
+    def _begin(self, mapping: SqsMapping) -> bool:
+        """Counts this poller in ``mapping.active`` if the mapping is enabled (checked under the same lock as
+        ``state``, so ``Disabled`` is never reported while a receive may still begin); False if it is disabled."""
+        with self._idle:
+            if not self._enabled_of(mapping.uuid):
+                return False
+            mapping.active += 1
+            return True
+
+    def _end(self, mapping: SqsMapping) -> None:
+        with self._idle:
+            mapping.active -= 1
+            self._idle.notify_all()
 
     def _poll(self, mapping: SqsMapping) -> None:
         queue_url = None
@@ -167,18 +215,24 @@ class SqsPollers:
                 sqs = self._sqs_client_for(str(fn.role))
                 if queue_url is None:  # the Lambda service knows the queue from its ARN (no sqs:GetQueueUrl)
                     queue_url = self._queue_url_of(mapping.queue_arn)
-                messages = self._receive(sqs, queue_url, mapping)
-                if messages:
-                    with self._idle:
-                        if self._stop.is_set():  # received during shutdown: not delivered, visible again later
-                            return
-                        self._delivering += 1
-                    try:
-                        self._deliver(sqs, queue_url, mapping, fn, messages)
-                    finally:
+                if not self._begin(mapping):  # disabled (UpdateEventSourceMapping Enabled=false): receive nothing
+                    self._stop.wait(DISABLED_RECHECK_S)
+                    continue
+                try:
+                    messages = self._receive(sqs, queue_url, mapping)
+                    if messages:
                         with self._idle:
-                            self._delivering -= 1
-                            self._idle.notify_all()
+                            if self._stop.is_set():  # received during shutdown: not delivered, visible again later
+                                return
+                            self._delivering += 1
+                        try:
+                            self._deliver(sqs, queue_url, mapping, fn, messages)
+                        finally:
+                            with self._idle:
+                                self._delivering -= 1
+                                self._idle.notify_all()
+                finally:
+                    self._end(mapping)
             except Exception:  # keep polling, as the Lambda service does; the log says what went wrong
                 if self._stop.is_set():  # the stack is stopping (its endpoints close under a waiting receive)
                     return

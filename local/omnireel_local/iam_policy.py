@@ -315,6 +315,8 @@ def resource_arn(
             arn = table if str(table).startswith("arn:") else f"arn:aws:dynamodb:{region}:{account}:table/{table}"
             return f"{arn}/index/{index}" if index else arn
     elif service == "lambda":
+        if mapping := re.match(r"^/[^/]+/event-source-mappings/([^/]+)", raw_path):
+            return f"arn:aws:lambda:{region}:{account}:event-source-mapping:{mapping[1]}"
         match = re.match(r"^/[^/]+/functions/([^/]+)", raw_path)
         if match:
             name = match[1]

@@ -195,6 +195,8 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     "states:Describe*", "states:List*", "states:GetExecutionHistory",
                     "lambda:GetFunction", "lambda:GetFunctionConfiguration", "lambda:UpdateFunctionConfiguration",
                     "lambda:InvokeFunction",  # `omnireel invoke` (sam remote invoke needs it on AWS too)
+                    # pause and resume a queue's consumer (UpdateEventSourceMapping Enabled=false/true), read its State
+                    "lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping",
                     "sagemaker:Describe*", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointAsync",
                     # scale an endpoint by hand, as Application Auto Scaling does (the local stack has none)
                     "sagemaker:UpdateEndpointWeightsAndCapacities",
@@ -205,6 +207,8 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                     arn.format("states", f"stateMachine:{scoped}"),
                     arn.format("states", f"execution:{scoped}"),
                     arn.format("lambda", f"function:{scoped}"),
+                    # an event source mapping's ARN names only its UUID; the local account holds this stack's alone
+                    arn.format("lambda", "event-source-mapping:*"),
                     arn.format("sagemaker", f"endpoint/{scoped.lower()}"),
                     arn.format("sagemaker", f"endpoint-config/{scoped.lower()}"),
                     # which model and image an endpoint serves (issue 27 item 9): DescribeModel on the stack's own
@@ -224,6 +228,7 @@ def developer_policy(stack: str, region: str, account: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": [
                     "sqs:ListQueues", "sns:ListTopics", "dynamodb:ListTables", "lambda:ListFunctions",
+                    "lambda:ListEventSourceMappings",
                     "states:ListStateMachines", "sagemaker:List*",
                     "logs:Describe*", "logs:Get*", "logs:FilterLogEvents",
                     "iam:Get*", "iam:List*", "sts:GetCallerIdentity",

@@ -335,6 +335,10 @@ class Stack:
             sqs_client_for=sqs_client_for,
             queue_url_of=lambda arn: f"{self.moto_endpoint}/{arn.split(':')[4]}/{arn.rsplit(':', 1)[-1]}",
             region=self.region,
+            # a deleted mapping (None) polls no more, as a disabled one
+            enabled_of=lambda esm_uuid: bool(
+                getattr(get_backend(self.account_id, self.region).get_event_source_mapping(esm_uuid), "enabled", False)
+            ),
         )
         pollers.start()
         return pollers

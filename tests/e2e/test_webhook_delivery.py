@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from bench.localstack import consumer_paused
 from omnireel.aws.clients import _DEFAULT
-from omnireel_local.event_sources import RECEIVE_WAIT_S
 
 from .conftest import LocalStack
 from .helpers import aws_client, platform_faults, wait_for
@@ -255,38 +255,28 @@ def _submit_and_end(stack: LocalStack, prompt: str, hook: str) -> str:
 
 @contextlib.contextmanager
 def deliveries_held(stack: LocalStack) -> Iterator[Any]:
-    """While open, the delivery function cannot receive from the webhook queue (an explicit Deny on its role: the
-    developer may edit the stack's role policies), so genuine events wait there; on exit they are released and one
+    """While open, the delivery function's event source mapping is disabled (``consumer_paused``: the developer pauses
+    the consumer, as an operator may on AWS), so genuine events wait in the queue; on exit it is enabled again and one
     receive takes them together. Yields ``queued(n)``: True once n events wait (visible), False if that does not happen
-    within the bound (a receive begun before the Deny took one: the caller tries again)."""
-    iam, sqs, queue = aws_client(stack, "iam"), aws_client(stack, "sqs"), _webhook_queue(stack)
-    (role,) = [
-        r["RoleName"] for r in iam.list_roles()["Roles"] if "WebhookDeliveryFunctionRole" in r["RoleName"]
+    within the bound."""
+    sqs, queue = aws_client(stack, "sqs"), _webhook_queue(stack)
+    functions = aws_client(stack, "lambda")
+    (function,) = [
+        f["FunctionName"] for f in functions.list_functions()["Functions"] if "WebhookDelivery" in f["FunctionName"]
     ]  # fmt: skip
-    hold = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": "sqs:ReceiveMessage", "Resource": "*"}]}
-    iam.put_role_policy(RoleName=role, PolicyName="e2e-hold-deliveries", PolicyDocument=json.dumps(hold))
-    # A receive the pollers began before the Deny may still take a message until its long poll ends: publish nothing
-    # before every such receive is over (the pollers' wait time is a constant of the local event source).
-    time.sleep(RECEIVE_WAIT_S + 1)
-
-    def waiting() -> tuple[int, int]:
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-        found = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=names)["Attributes"]
-        return int(found[names[0]]), int(found[names[1]])
 
     def queued(n: int) -> bool:
+        names = ["ApproximateNumberOfMessages"]
         ends = time.monotonic() + 60
         while time.monotonic() < ends:
-            visible, _ = waiting()
-            if visible >= n:
+            found = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=names)["Attributes"]
+            if int(found[names[0]]) >= n:
                 return True
             time.sleep(0.5)  # polling the queue's counters, bounded
         return False
 
-    try:
+    with consumer_paused(functions, function):
         yield queued
-    finally:
-        iam.delete_role_policy(RoleName=role, PolicyName="e2e-hold-deliveries")
 
 
 def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: LocalStack) -> None:

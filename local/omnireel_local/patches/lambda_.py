@@ -130,6 +130,23 @@ def install_sqs_event_sources(ctx: Context) -> None:
     LambdaBackend.create_event_source_mapping = create_event_source_mapping
 
 
+def install_event_source_state(ctx: Context) -> None:
+    from moto.awslambda.models import EventSourceMapping
+
+    from .. import event_sources
+
+    original = EventSourceMapping.get_configuration
+
+    def get_configuration(self: Any) -> dict[str, Any]:
+        config = original(self)
+        state = event_sources.state_of(self.uuid, bool(self.enabled))
+        if state is not None:  # an SQS mapping the local poller fleet runs
+            config["State"] = state
+        return config
+
+    EventSourceMapping.get_configuration = get_configuration
+
+
 CARDS = [
     Patch(
         "1",
@@ -150,5 +167,17 @@ CARDS = [
         test="tests/e2e/test_batches.py::test_a_dropped_jsonl_with_bad_lines_runs_every_line_once",
         upstream=MOTO_BUG,
         installs=install_sqs_event_sources,
+    ),
+    Patch(
+        "15b",
+        "A disabled SQS event source mapping stops polling, and its State says when it has",
+        aws="UpdateEventSourceMapping Enabled=false stops the mapping's pollers; State is Disabling while batches "
+        "already taken finish, then Disabled. Enabled=true resumes it.",
+        moto="update_event_source_mapping sets a flag that patch 15's pollers (the local design that replaces moto's "
+        "inline delivery) must read, and State reads Disabled at once, while a receive may still be under way.",
+        test="tests/e2e/test_event_source_disable.py::"
+        "test_a_disabled_mapping_receives_nothing_until_it_is_enabled_again",
+        upstream=LOCAL_DESIGN,
+        installs=install_event_source_state,
     ),
 ]

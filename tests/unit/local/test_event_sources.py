@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from omnireel_local.event_sources import SqsMapping, SqsPollers, failed_item_ids, lambda_record
+from omnireel_local.event_sources import SqsMapping, SqsPollers, failed_item_ids, lambda_record, state_of
 from omnireel_local.iam_policy import transaction_items
 
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:q"
@@ -87,6 +88,54 @@ def test_a_successful_batch_is_deleted_except_the_reported_failures() -> None:
 
 def test_a_failed_invocation_deletes_nothing() -> None:
     assert _deliver(Result('{"errorMessage": "boom"}', errored=True), report=True).deleted == []
+
+
+class HeldReceive:
+    """An SQS client whose receives block until released (a long poll under way), counting them."""
+
+    def __init__(self) -> None:
+        self.started = threading.Semaphore(0)
+        self.ends = threading.Semaphore(0)  # one release() ends one receive
+        self.receives = 0
+
+    def receive_message(self, **kwargs: Any) -> dict[str, Any]:
+        self.receives += 1
+        self.started.release()
+        assert self.ends.acquire(timeout=10), "the test never ended the receive"
+        return {"Messages": []}
+
+
+def test_a_disabled_mapping_is_disabling_until_its_receive_ends_and_then_receives_nothing() -> None:
+    """UpdateEventSourceMapping Enabled=false (patch 15b): State Disabling while a receive begun before is under way,
+    Disabled once it ended; no receive begins while disabled; Enabled=true resumes polling."""
+    sqs, enabled = HeldReceive(), {"u": True}
+    mapping = SqsMapping("u", QUEUE, "f", concurrency=2)
+    pollers = SqsPollers([mapping], function_of=lambda a: type("Fn", (), {"role": "r"})(), invoke=lambda fn, p: None,
+                         sqs_client_for=lambda r: sqs, queue_url_of=lambda a: "url", region="us-east-1",
+                         enabled_of=lambda u: enabled[u])  # fmt: skip
+    pollers.start()
+    try:
+        for _ in range(2):  # both pollers are inside a long poll
+            assert sqs.started.acquire(timeout=10)
+        assert state_of("u", True) == "Enabled" and state_of("other", True) is None
+        enabled["u"] = False
+        assert state_of("u", False) == "Disabling"
+        sqs.ends.release()  # one long poll ends; the other is still under way
+        with pollers._idle:
+            assert pollers._idle.wait_for(lambda: mapping.active <= 1, timeout=10)
+        assert state_of("u", False) == "Disabling"
+        sqs.ends.release()
+        with pollers._idle:
+            assert pollers._idle.wait_for(lambda: mapping.active == 0, timeout=10)
+        assert state_of("u", False) == "Disabled"
+        assert sqs.receives == 2  # nothing began while disabled
+        enabled["u"] = True
+        assert sqs.started.acquire(timeout=10), "polling did not resume once enabled"
+        assert state_of("u", True) == "Enabled"
+    finally:
+        pollers.shutdown()
+        sqs.ends.release(4)
+    assert state_of("u", True) is None  # a stopped fleet answers for no mapping
 
 
 def test_records_have_the_lambda_sqs_shape() -> None:
