@@ -83,7 +83,8 @@ EXPECTED = {
         lambda r, job: (
             set(r) == {"image", "video"}
             and all(
-                set(pool) == {"capacity", "in_use", "waiting", "released", "dropped", "recounted", "granted"}
+                set(pool)
+                == {"capacity", "in_use", "waiting", "released", "dropped", "recounted", "granted", "oldest_wait_s"}
                 and all(isinstance(v, int) and v >= 0 for v in pool.values())
                 for pool in r.values()
             )

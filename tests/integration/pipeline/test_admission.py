@@ -146,3 +146,48 @@ def test_a_waiting_job_gets_one_job_queued_event(pipeline):
     queued = [e for e in events if e["event_type"] == "job.queued"]
     assert [e["job_id"] for e in queued] == [waiting]  # the job that did not wait has none
     assert queued[0]["queue"]["kind"] == "image" and queued[0]["status"] == "queued"
+
+
+def test_the_healer_publishes_the_age_of_the_oldest_waiting_job_per_endpoint(pipeline):
+    """Issue 34, alarms on queue age: each run of the healing schedule publishes omnireel/Admission OldestWaitSeconds
+    per endpoint (the queue-age alarms read it): the waiting job's age for the image endpoint, 0 for the video one."""
+    from datetime import UTC, datetime, timedelta
+
+    import boto3
+
+    from omnireel.admission.metrics import NAMESPACE, OLDEST_WAIT_SECONDS
+    from tests.integration.pipeline.harness import REGION
+
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    holder = _submit(pipeline, "caller-a", "holds the slot")
+    pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
+    waiting = _submit(pipeline, "caller-b", "waits")
+    pipeline.wait(lambda: _status(pipeline, waiting, "caller-b")["status"] == "queued", what="queued")
+    # The job has waited two minutes (its waiting entry's enqueue time moved back, instead of sleeping).
+    (entry,) = pipeline.ddb.query(
+        TableName=pipeline.admission_table, KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "WAIT#image"}},
+    )["Items"]  # fmt: skip
+    two_minutes_ago = (datetime.now(UTC) - timedelta(seconds=120)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    pipeline.ddb.update_item(
+        TableName=pipeline.admission_table, Key={"pk": entry["pk"], "sk": entry["sk"]},
+        UpdateExpression="SET enqueued_at = :t", ExpressionAttributeValues={":t": {"S": two_minutes_ago}},
+    )  # fmt: skip
+    report = pipeline.heal_admission()
+    assert report["image"]["waiting"] == 1 and 120 <= report["image"]["oldest_wait_s"] < 180
+    assert report["video"]["oldest_wait_s"] == 0
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    published = {}
+    for metric in cloudwatch.list_metrics(Namespace=NAMESPACE, MetricName=OLDEST_WAIT_SECONDS)["Metrics"]:
+        (dimension,) = metric["Dimensions"]
+        stats = cloudwatch.get_metric_statistics(
+            Namespace=NAMESPACE, MetricName=OLDEST_WAIT_SECONDS, Dimensions=metric["Dimensions"],
+            StartTime=datetime.now(UTC) - timedelta(hours=1), EndTime=datetime.now(UTC) + timedelta(minutes=5),
+            Period=60, Statistics=["Maximum"],
+        )  # fmt: skip
+        published[dimension["Value"]] = max(p["Maximum"] for p in stats["Datapoints"])
+    assert published["image-endpoint"] >= 120 and published["video-endpoint"] == 0
+    gate.open.set()
+    pipeline.wait_rendering(holder)
+    pipeline.wait_rendering(waiting)

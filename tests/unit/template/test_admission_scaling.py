@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from omnireel.admission.metrics import DIMENSION, NAMESPACE, WAITING_JOBS
+from omnireel.admission.metrics import DIMENSION, NAMESPACE, OLDEST_WAIT_SECONDS, WAITING_JOBS
 from omnireel_template import load_template
 
 Value = float | None  # a datapoint, or no datapoint in that period
@@ -332,3 +332,22 @@ def test_the_healer_publishes_the_metric_the_template_reads(monkeypatch: pytest.
             "Unit": "Count",
         }
     ]
+
+
+def test_every_admission_pool_has_a_queue_age_alarm(resources: Resources) -> None:
+    """Issue 34 ("alarms on queue age"): every endpoint the healing schedule keeps a pool for (its *_ENDPOINT_NAME
+    variables) has an alarm on the age of its oldest waiting job, the metric the healer publishes."""
+    variables = resources["HealAdmissionFunction"]["Properties"]["Environment"]["Variables"]
+    endpoints = {v["Fn::GetAtt"][0] for k, v in variables.items() if k.endswith("_ENDPOINT_NAME")}
+    assert endpoints, "HealAdmissionFunction names no endpoint"
+    alarmed = set()
+    for alarm in of_type(resources, "AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        if (props.get("Namespace"), props.get("MetricName")) != (NAMESPACE, OLDEST_WAIT_SECONDS):
+            continue
+        (dimension,) = props["Dimensions"]
+        assert dimension["Name"] == DIMENSION
+        assert props["Threshold"] == {"Ref": "AdmissionQueueAgeAlarmSeconds"}
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" and props["AlarmActions"]
+        alarmed.add(dimension["Value"]["Fn::GetAtt"][0])
+    assert alarmed == endpoints

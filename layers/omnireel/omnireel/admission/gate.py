@@ -194,6 +194,7 @@ class Gate:
         """The healing schedule's run (see the module docstring); returns what it repaired, per kind."""
         report: dict[str, Any] = {}
         pools: list[Pool] = []
+        oldest: dict[str, float] = {}  # kind -> seconds the oldest waiting job has waited
         for kind in self.pools:
             pool = self.refresh(kind)
             holders = self.store.holders(kind)
@@ -219,6 +220,8 @@ class Gate:
             granted = self.dispatch(kind)
             pool = self.store.pool(kind) or pool
             pools.append(pool)
+            still_waiting = self.store.entries(kind) if pool.waiting else []
+            oldest[kind] = max(((now() - parse_time(e.enqueued_at)).total_seconds() for e in still_waiting), default=0)
             report[kind] = {
                 "capacity": pool.capacity,
                 "in_use": pool.in_use,
@@ -227,9 +230,10 @@ class Gate:
                 "dropped": dropped,
                 "recounted": recounted,
                 "granted": granted,
+                "oldest_wait_s": int(oldest[kind]),
             }
         if metrics is not None:
-            metrics.publish(pools)
+            metrics.publish(pools, oldest)
         return report
 
     def refresh(self, kind: Kind) -> Pool:

@@ -11,4 +11,6 @@ from __future__ import annotations
 NAMESPACE = "omnireel/Admission"
 WAITING_JOBS = "WaitingJobs"
 SLOTS_IN_USE = "SlotsInUse"
+# The age of the oldest job waiting for a slot of one endpoint (0 when none waits): the queue-age alarms read it.
+OLDEST_WAIT_SECONDS = "OldestWaitSeconds"
 DIMENSION = "Endpoint"

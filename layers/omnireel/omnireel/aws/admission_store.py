@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 from botocore.exceptions import ClientError
 
-from omnireel.admission.metrics import DIMENSION, NAMESPACE, SLOTS_IN_USE, WAITING_JOBS
+from omnireel.admission.metrics import DIMENSION, NAMESPACE, OLDEST_WAIT_SECONDS, SLOTS_IN_USE, WAITING_JOBS
 from omnireel.admission.pool import Holder, Kind, Pool, WaitingEntry
 from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
@@ -407,11 +407,14 @@ class AdmissionMetrics:
     def __init__(self) -> None:
         self._cloudwatch = client("cloudwatch")
 
-    def publish(self, pools: list[Pool]) -> None:
+    def publish(self, pools: list[Pool], oldest_wait_s: dict[str, float] | None = None) -> None:
+        """``oldest_wait_s``: kind -> how long the oldest waiting job of that pool has waited (0 when none)."""
         data = []
         for pool in pools:
             dimensions = [{"Name": DIMENSION, "Value": pool.endpoint or pool.kind}]
             data.append({"MetricName": WAITING_JOBS, "Dimensions": dimensions, "Value": pool.waiting, "Unit": "Count"})
             data.append({"MetricName": SLOTS_IN_USE, "Dimensions": dimensions, "Value": pool.in_use, "Unit": "Count"})
+            age = (oldest_wait_s or {}).get(pool.kind, 0.0)
+            data.append({"MetricName": OLDEST_WAIT_SECONDS, "Dimensions": dimensions, "Value": age, "Unit": "Seconds"})
         if data:
             self._cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=data)
