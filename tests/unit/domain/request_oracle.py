@@ -79,8 +79,10 @@ class VideoOptions(BaseModel):
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
 
 # Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
-WebhookEventType = Literal["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"]
-DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+WebhookEventType = Literal[
+    "job.queued", "job.image_ready", "job.succeeded", "job.failed", "job.cancelled", "job.expired"
+]
+DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled", "job.expired")
 
 
 class JobRequest(BaseModel):
@@ -97,7 +99,7 @@ class JobRequest(BaseModel):
     webhook: Annotated[str, Field(max_length=MAX_WEBHOOK_URL_CHARS)] | None = Field(
         default=None, description="https URL that receives this job's events, signed (Standard Webhooks)"
     )
-    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=4)] | None = Field(
+    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=6)] | None = Field(
         default=None,
         description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
     )

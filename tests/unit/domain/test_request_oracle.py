@@ -92,7 +92,9 @@ _FIELD_VALUES: dict[str, list[Any]] = {
                 "https://e .com", "https://e.com/" + "x" * 2048],
     "webhook_events": [[], ["job.failed"], ["job.failed", "job.failed"], ["job.succeeded", "nope"], [1, "x"],
                        ["job.image_ready", "job.succeeded", "job.failed", "job.cancelled"], ["job.failed"] * 5,
-                       ["a"] * 6, "job.failed", {"job.failed": 1}, ["\ud800"]],
+                       ["job.queued", "job.image_ready", "job.succeeded", "job.failed", "job.cancelled", "job.expired"],
+                       ["job.queued", "job.expired"], ["job.failed"] * 7, ["a"] * 6, "job.failed", {"job.failed": 1},
+                       ["\ud800"]],
 }  # fmt: skip
 _IMAGE_VALUES: dict[str, list[Any]] = {
     "size": ["1024x1024", "256x2048", "240x256", "2064x256", "257x256", "1024X1024", "1024x1024 ", "big", "10x10",
@@ -164,7 +166,7 @@ def test_the_generated_inputs_cover_both_outcomes_and_every_message_kind():
     assert sum(kind == "accepted" for kind, _ in outcomes) > 50
     for wording in ("Field required", "unknown field", "Input should be a valid integer", "a finite number",
                     "a multiple of 16", "greater than or equal to", "less than or equal to", "at least 1 character",
-                    "at most 2000 characters", "List should have at most 4 items", "valid dictionary", "valid list",
+                    "at most 2000 characters", "List should have at most 6 items", "valid dictionary", "valid list",
                     "must be 4k+1", "must not be blank", "webhook_events needs a webhook"):  # fmt: skip
         assert any(wording in m for m in messages), wording
 

@@ -163,6 +163,18 @@ def test_only_the_event_types_a_webhook_asked_for_carry_the_webhook_attribute() 
     assert "webhook" in sns_message_attributes(_job_event("job.failed", **chosen))
 
 
+def test_a_webhook_may_name_the_admission_events() -> None:
+    """Issue 34: job.queued (progress, only when named) and job.expired (terminal, in the default set) can be named;
+    a list that names them routes them to the webhook, a list without job.expired does not."""
+    chosen = {"webhook": "https://h.example.com/", "webhook_events": ["job.queued", "job.expired"]}
+    assert "webhook" in sns_message_attributes(_job_event("job.expired", **chosen))
+    assert parse_job_request({"prompt": "p", **chosen}).webhook_wants("job.queued")
+    assert not parse_job_request({"prompt": "p", "webhook": "https://h.example.com/"}).webhook_wants("job.queued")
+    assert parse_job_request({"prompt": "p", "webhook": "https://h.example.com/"}).webhook_wants("job.expired")
+    terminal_only = {"webhook": "https://h.example.com/", "webhook_events": ["job.succeeded", "job.failed"]}
+    assert "webhook" not in sns_message_attributes(_job_event("job.expired", **terminal_only))
+
+
 def _queued(url: str = "https://hooks.example.com/in"):  # type: ignore[no-untyped-def]
     body = json.dumps({"event_id": "ev-1", "event_type": "job.succeeded", "job_id": "j-1"})
     return QueuedEvent(url, body, "ev-1", "job.succeeded", "j-1")  # as rebuilt from the job's record (issue 33)
