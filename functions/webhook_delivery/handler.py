@@ -40,6 +40,8 @@ from omnireel.webhooks.signing import delivery_secrets
 
 settings = WebhookSettings.from_env()
 jobs = adapters.job_store(settings)
+# batch.completed: each attempt is recorded on the batch record (GET /batches/{id}), as a job's on its job
+batches = adapters.batch_store(settings) if settings.batches_table else None
 sqs = client("sqs")
 master_key = adapters.webhook_master_key(settings)
 owners = RecordOwners(settings.jobs_table, settings.batches_table)
@@ -66,6 +68,7 @@ def _attempt(queued: QueuedEvent, attempt: int) -> Delivery:
         secret=lambda: delivery_secrets(queued, master=master_key, owners=owners, at=_now()),
         allow_loopback_http=settings.webhook_allow_loopback_http,
         jobs=jobs,
+        batches=batches,
         now=_now,
         deadline=deadline,
         connect_timeout_s=settings.webhook_connect_timeout_seconds,

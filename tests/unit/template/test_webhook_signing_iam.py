@@ -65,10 +65,11 @@ def test_only_the_api_and_the_delivery_function_read_the_webhook_master_key(cfn:
     assert readers == READERS
 
 
-def test_the_delivery_function_reads_batch_owners_and_writes_nothing_in_the_batches_table(cfn: dict[str, Any]) -> None:
+def test_the_delivery_function_reads_batch_owners_and_only_updates_batch_records(cfn: dict[str, Any]) -> None:
+    """GetItem: the owner; UpdateItem: each batch.completed attempt, recorded on the batch (never Put or Delete)."""
     statements = _role_statements(cfn)["WebhookDeliveryFunctionRole"]
     on_batches = [s for s in statements if {"Fn::GetAtt": ["BatchesTable", "Arn"]} in _resources(s)]
-    assert [_actions(s) for s in on_batches] == [["dynamodb:GetItem"]]
+    assert [sorted(_actions(s)) for s in on_batches] == [["dynamodb:GetItem", "dynamodb:UpdateItem"]]
     env = cfn["Resources"]["WebhookDeliveryFunction"]["Properties"]["Environment"]["Variables"]
     assert env["BATCHES_TABLE"] == {"Ref": "BatchesTable"}
     assert env["WEBHOOK_SECRET_ARN"] == {"Ref": "WebhookSigningSecret"}

@@ -30,7 +30,7 @@ from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
 from omnireel.core.records import to_dict
 from omnireel.events.batch_events import BatchCounts, BatchTruncation
-from omnireel.jobs.job import SourceVersion, iso, now
+from omnireel.jobs.job import SourceVersion, WebhookDelivery, iso, now
 
 BATCH_ITEM = "batch"
 IN_FLIGHT = "#in-flight"
@@ -70,6 +70,8 @@ class Batch(msgspec.Struct, kw_only=True):
     manifest_uri: str | None = None
     event_published_at: str | None = None
     expires_at: int | None = None
+    # batch.completed -> where its delivery to ``webhook`` stands (written by the delivery function, as on a job)
+    webhook_deliveries: dict[str, WebhookDelivery] = msgspec.field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -380,6 +382,38 @@ class BatchStore:
             UpdateExpression="SET event_published_at = :now REMOVE open_shard",
             ExpressionAttributeValues=to_attributes({":now": iso(now())}),
         )
+
+    def record_webhook_attempt(self, batch_id: str, event_type: str, state: dict[str, Any]) -> None:
+        """Store the delivery state of ``event_type`` (``batch.completed``) on the batch record, as the job store does
+        on a job (``JobStore.record_webhook_attempt``): never on a record that is gone (expired or deleted), which the
+        update would otherwise create; records written before this get the map first."""
+        key = self._key(batch_id, BATCH_ITEM)
+        try:
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=key,
+                UpdateExpression="SET webhook_deliveries.#type = :state",
+                ConditionExpression="attribute_exists(batch_id) AND attribute_exists(webhook_deliveries)",
+                ExpressionAttributeNames={"#type": event_type},
+                ExpressionAttributeValues=to_attributes({":state": state}),
+            )
+            return
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        try:
+            self._ddb.update_item(
+                TableName=self._name,
+                Key=key,
+                UpdateExpression="SET webhook_deliveries = :map",
+                ConditionExpression="attribute_exists(batch_id) AND attribute_not_exists(webhook_deliveries)",
+                ExpressionAttributeValues=to_attributes({":map": {event_type: state}}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if self.find(batch_id) is not None:  # the map appeared meanwhile: set the entry
+                self.record_webhook_attempt(batch_id, event_type, state)
 
     # ------------------------------------------------------------ reconciliation
     def open_items(self, cutoff: str, per_shard: int = 100) -> list[dict[str, Any]]:

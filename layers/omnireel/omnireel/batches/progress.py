@@ -126,9 +126,19 @@ def batch_view(batch: Batch, artifacts: ArtifactStore, presign_seconds: int) -> 
         "counts": to_dict(batch.counts()),
         "manifest": None,
         "truncated": to_dict(batch.truncated) if batch.truncated else None,
+        "webhook": _webhook_view(batch),
     }
     if batch.event_published_at and batch.manifest_uri:
         uri = S3Uri.parse(batch.manifest_uri)
         url, expires_at = artifacts.presign(uri, presign_seconds)
         view["manifest"] = {"s3_uri": batch.manifest_uri, "url": url, "expires_at": expires_at}
     return view
+
+
+def _webhook_view(batch: Batch) -> dict[str, Any] | None:
+    """The batch's webhook and where its ``batch.completed`` delivery stands (written by the delivery function), shaped
+    as a job's (``omnireel.jobs.job_view``); null for a batch without a webhook."""
+    if batch.webhook is None:
+        return None
+    deliveries = {k: to_dict(v) for k, v in batch.webhook_deliveries.items()}
+    return {"url": batch.webhook, "events": ["batch.completed"], "deliveries": deliveries}

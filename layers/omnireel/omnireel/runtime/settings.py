@@ -178,7 +178,8 @@ class AdmissionHealSettings(AdmissionSettings, frozen=True, kw_only=True):
 class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str
     webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
-    batches_table: str | None = None  # batch.completed is signed with the batch owner's secret (read from its record)
+    # batch.completed is signed with the batch owner's secret (read from its record); each attempt is recorded there
+    batches_table: str | None = None
     webhook_queue_url: str
     webhook_allow_loopback_http: bool = False
     # Exponential backoff between attempts (template: WebhookRetryBaseSeconds; SQS maxReceiveCount = max attempts).

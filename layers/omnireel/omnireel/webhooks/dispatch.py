@@ -1,10 +1,11 @@
-"""One queued event -> one delivery attempt to its webhook, recorded on the job (``GET /jobs/{id}`` shows it).
+"""One queued event -> one delivery attempt to its webhook, recorded on its job (``GET /jobs/{id}`` shows it) or, for a
+``batch.completed``, on its batch (``GET /batches/{id}``).
 
 The job-events topic publishes every event with a ``webhook`` message attribute when its job's request asked for that
 event type at a webhook (``omnireel.events.job_events.sns_message_attributes``); the webhook queue's subscription
 filters on that attribute, so only events with a webhook reach the delivery function. Any event type that carries the
 attribute and an ``event_id`` is delivered the same way (a batch's ``batch.completed`` too); the attempt is recorded on
-a job record when the event names a ``job_id``.
+the record the event was published from: the job's, or the batch's for a batch event (same state shape).
 
 A message is not trusted (issue 33 item 1): whoever may send to the queue or publish to the topic could write any
 event, job and URL into it. Only its identifiers are read (``parse_ids``: event id, event type, job or batch id); the
@@ -27,9 +28,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.job_store import JobStore
 from omnireel.core.errors import OmnireelError, SigningKeyUnavailable
-from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery
+from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery, record_kind
 from omnireel.jobs.job import iso
 from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.webhooks.delivery import AttemptResult, post, signed_headers
@@ -50,6 +52,7 @@ class QueuedEvent:
     event_id: str
     event_type: str
     job_id: str | None
+    batch_id: str | None = None  # a batch event's batch (its record, which the attempt is recorded on)
 
 
 _ID_LENGTH = 200  # ids are uuids, hex digests and event type names: anything longer is not one of ours
@@ -97,13 +100,15 @@ def deliver(
     allow_loopback_http: bool,
     jobs: JobStore | None,
     now: Callable[[], datetime],
+    batches: BatchStore | None = None,
     deadline: float,
     connect_timeout_s: float = 3.0,
     resolve: Resolver = system_resolver,
     send: Callable[..., AttemptResult] = post,
 ) -> Delivery:
     """Attempt number ``attempt`` (SQS's receive count) of one event, ended by ``deadline`` (``time.monotonic()``:
-    resolution, connection, TLS, request and answer together); record it on the job."""
+    resolution, connection, TLS, request and answer together); record it on the job, or on the batch for a batch
+    event (``batches``; a function without the batches table records nothing for those)."""
     refused, started = False, iso(now())  # last_attempt_at: the start (the duration would tell ports apart)
     try:
         if deadline <= time.monotonic():  # the invocation has no time left for it: the next receive tries
@@ -142,7 +147,11 @@ def deliver(
     }
     if jobs is not None and queued.job_id:
         jobs.record_webhook_attempt(queued.job_id, queued.event_type, state)
+    elif batches is not None and queued.batch_id:
+        batches.record_webhook_attempt(queued.batch_id, queued.event_type, state)
     extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": attempt, "status": result.status}
+    if queued.batch_id:
+        extra["batch_id"] = queued.batch_id
     if result.delivered:
         logger.info("webhook delivered", extra=extra)
     else:
@@ -186,7 +195,9 @@ def process_record(
         logger.exception("webhook record could not be read; it alone is retried", extra={"event_id": ids.event_id})
         backoff(receive_count)
         raise
-    queued = QueuedEvent(recorded.url, recorded.body, recorded.event_id, recorded.event_type, recorded.job_id)
+    # a batch event was resolved from the record of the batch the message names: its attempts are recorded there
+    batch_id = ids.batch_id if record_kind(ids.event_type) == "batch" else None
+    queued = QueuedEvent(recorded.url, recorded.body, recorded.event_id, recorded.event_type, recorded.job_id, batch_id)
     try:
         delivery = attempt(queued, receive_count)
     except Exception as exc:  # noqa: BLE001 - a throttle recording the attempt, the secret, ...: this record only
