@@ -180,6 +180,8 @@ class BatchState:
     created_at: datetime | None = None
     completed_at: datetime | None = None
     manifest: Artifact | None = None
+    # the batch's webhook and where its batch.completed delivery stands: {url, events, deliveries} (as JobState.webhook)
+    webhook: dict[str, Any] | None = None
     idempotency_key: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the API's last answer, as sent
 
@@ -200,6 +202,7 @@ class BatchState:
         self.completed_at = parse_time(data.get("completed_at")) or self.completed_at
         if data.get("manifest"):
             self.manifest = Artifact.from_api("manifest", data["manifest"])
+        self.webhook = data.get("webhook", self.webhook)
 
 
 @dataclass(frozen=True)

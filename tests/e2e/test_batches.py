@@ -206,9 +206,8 @@ def test_post_batches_webhook_gets_one_signed_batch_completed(stack: LocalStack)
         assert process.stderr is not None
         assert "listening on" in process.stderr.readline()  # bound before anything is sent to it
         reader = LineReader(process)
-        body = json.dumps(
-            {"jobs": [_job(300), {"prompt": ""}], "webhook": f"http://127.0.0.1:{port}/hooks/batches"}
-        ).encode()
+        hook = f"http://127.0.0.1:{port}/hooks/batches"
+        body = json.dumps({"jobs": [_job(300), {"prompt": ""}], "webhook": hook}).encode()
         reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
         assert reply.status == 202, reply.body
         batch_id = reply.json["batch_id"]
@@ -223,3 +222,18 @@ def test_post_batches_webhook_gets_one_signed_batch_completed(stack: LocalStack)
     assert delivery["webhook_id"] == event["event_id"]
     assert event["counts"] == {"total": 2, "accepted": 1, "rejected": 1, "succeeded": 1, "failed": 1, "cancelled": 0}
     assert event["manifest"]["s3_uri"].endswith(f"batches/{batch_id}/manifest.jsonl") and event["truncated"] is None
+    # The attempt is recorded on the batch (the delivery function's UpdateItem, IAM enforced): its view says so.
+    view = wait_for(
+        lambda: (
+            (r := door.request("GET", f"/batches/{batch_id}", b"", [])).status == 200
+            and (r.json.get("webhook") or {}).get("deliveries", {}).get("batch.completed", {}).get("delivered_at")
+            and r
+        ),
+        timeout=30,
+        what="GET /batches to show the batch.completed delivery",
+    )
+    webhook = view.json["webhook"]
+    assert webhook["url"] == hook and webhook["events"] == ["batch.completed"]
+    state = webhook["deliveries"]["batch.completed"]
+    assert state["outcome"] == "delivered" and state["last_status"] == 204 and state["attempts"] >= 1
+    assert state["last_error"] is None and state["refused"] is False
