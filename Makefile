@@ -239,6 +239,7 @@ bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/r
 	@$(DEV_PY) bench/capacity.py
 	@$(DEV_PY) bench/relay_bench.py
 	@$(DEV_PY) bench/orchestration_overhead.py
+	@$(DEV_PY) bench/fairness.py
 	@$(DEV_PY) bench/load.py
 	@$(DEV_PY) bench/batch.py
 	@$(DEV_PY) bench/reliability.py
