@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "local"), str(REPO / "cli")]
 
 from bench.capacity import IMAGE_MODEL_S, VIDEO_MODEL_S  # noqa: E402
+from omnireel.events.job_events import PROGRESS_EVENT_TYPES  # noqa: E402
 from omnireel_cli.local_stack import parse_env_lines  # noqa: E402
 from omnireel_client.signing import signed_headers  # noqa: E402
 from omnireel_local import home as homedir  # noqa: E402
@@ -255,8 +256,9 @@ class Received:
     message_id: str
 
 
-# Job events that are not terminal: a job has any number of these before its one terminal event.
-PROGRESS_EVENTS = frozenset({"job.image_ready", "job.queued"})  # job.queued: a job that waits for a slot (issue 34)
+# Job events that are not terminal: a job has any number of these before its one terminal event (one definition, read
+# from the progress event structs).
+PROGRESS_EVENTS = PROGRESS_EVENT_TYPES
 
 
 @dataclass
