@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-every", type=float, default=0.25, help="pool sampling period, seconds")
     parser.add_argument("--timeout", type=float, default=1800, help="bound on the whole run, seconds")
     parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument("--section", default="fairness", help="the docs/benchmarks.md section it writes")
     args = parser.parse_args(argv)
     began = time.monotonic()
     sampler: PoolSampler | None = None
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.stop()
     text = report(args, jobs, records, sampler.samples if sampler else [], served, time.monotonic() - began)
-    emit("fairness", text, args.out or str(REPO / "docs" / "benchmarks.md"))
+    emit(args.section, text, args.out or str(REPO / "docs" / "benchmarks.md"))
     return 0
 
 
@@ -346,10 +347,10 @@ def report(
     b_times = [t for t in times if t.caller == "B"]
     b_wait = quantile([t.start_wait for t in b_times], 0.9) if b_times else float("nan")
     callers = 2
-    return f"""## Fair share across callers (`bench/fairness.py`)
+    return f"""## Fair share across callers, {args.a_jobs} jobs of A at {args.scale:g} x model time (`bench/fairness.py`)
 
 Command: `.venv-dev/bin/python bench/fairness.py --a-jobs {args.a_jobs} --b-jobs {args.b_jobs} --b-every \
-{args.b_every:g} --scale {args.scale:g}`. Machine: {machine()}. Date: {today()}. Run time: {wall_s:.0f} s. Load \
+{args.b_every:g} --scale {args.scale:g} --section {args.section}`. Machine: {machine()}. Date: {today()}. Run time: {wall_s:.0f} s. Load \
 average at the end: {_load()}.
 
 Setup: one isolated local stack at the default capacity (image {capacity["image"]} slot, video {capacity["video"]} \
