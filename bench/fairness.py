@@ -347,10 +347,11 @@ def report(
     b_times = [t for t in times if t.caller == "B"]
     b_wait = quantile([t.start_wait for t in b_times], 0.9) if b_times else float("nan")
     callers = 2
-    return f"""## Fair share across callers, {args.a_jobs} jobs of A at {args.scale:g} x model time (`bench/fairness.py`)
+    return f"""## Fair share: {args.a_jobs} jobs of A, {args.scale:g} x model time (`bench/fairness.py`)
 
 Command: `.venv-dev/bin/python bench/fairness.py --a-jobs {args.a_jobs} --b-jobs {args.b_jobs} --b-every \
-{args.b_every:g} --scale {args.scale:g} --section {args.section}`. Machine: {machine()}. Date: {today()}. Run time: {wall_s:.0f} s. Load \
+{args.b_every:g} --scale {args.scale:g} --section {args.section}`. Machine: {machine()}. Date: {today()}. \
+Run time: {wall_s:.0f} s. Load \
 average at the end: {_load()}.
 
 Setup: one isolated local stack at the default capacity (image {capacity["image"]} slot, video {capacity["video"]} \
