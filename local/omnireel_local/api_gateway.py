@@ -6,7 +6,7 @@ same path API Gateway uses), and its ``{statusCode, headers, body, isBase64Encod
 HTTP response.
 
 As strict as API Gateway at the door:
-- IAM auth (``iam_authorizer``): a route with ``AWS_IAM`` needs a valid SigV4 signature (service ``execute-api``) by
+- IAM auth (``iam.authorizer``): a route with ``AWS_IAM`` needs a valid SigV4 signature (service ``execute-api``) by
   an access key the local IAM/STS knows, whose policies allow ``execute-api:Invoke`` on the route; otherwise 403 with
   API Gateway's ``{"message": ...}``. Distinct keys are distinct callers in ``requestContext.authorizer.iam``.
 - The body: at most 10 MB (413 ``Request Entity Too Large``, decided from Content-Length or while reading chunks,
@@ -49,7 +49,7 @@ from urllib.parse import parse_qsl, urlsplit
 import boto3
 from botocore.config import Config
 
-from .iam_authorizer import Principal, Refused, authorize
+from .iam.authorizer import Principal, Refused, authorize
 from .provision import Route
 
 log = logging.getLogger("omnireel_local.api")

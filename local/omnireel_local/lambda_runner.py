@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fault_injection, local_dns
-from .identities import Credentials
+from .iam.identities import Credentials
 
 log = logging.getLogger("omnireel_local.lambda")
 

@@ -73,7 +73,7 @@ LOCAL_PARAMETERS = {
 }
 
 # Resource types with no local behaviour to provision. Roles are created with their inline and managed policies, and
-# the local AWS enforces them (patches.iam_auth / iam_policy); bucket, topic and queue policies are provisioned and
+# the local AWS enforces them (patches.iam_auth / iam.policy); bucket, topic and queue policies are provisioned and
 # evaluated for signed calls too.
 SKIPPED = {
     "AWS::ApiGatewayV2::Stage": "the local front door serves the $default stage",

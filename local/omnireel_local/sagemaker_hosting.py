@@ -57,7 +57,7 @@ from botocore.config import Config
 
 from . import fault_injection
 from .emulator.config import INSTANCE_COUNT_HEADER
-from .identities import Credentials
+from .iam.identities import Credentials
 
 log = logging.getLogger("omnireel_local.sagemaker")
 

@@ -11,7 +11,7 @@ One process that owns everything ``omnireel local up`` starts:
   -- there is no relay unless ``--relay`` asks for one, served by a dedicated speech emulator).
 
 It provisions the local AWS from template.yaml (roles with their policies), then switches IAM enforcement on: from
-then on every call is SigV4-signed by a known identity and authorised by its policies (``identities`` names them:
+then on every call is SigV4-signed by a known identity and authorised by its policies (``iam.identities`` names them:
 the stack's admin, the API Gateway identity of the front door, the developer's IAM user whose key the CLI and
 ``omnireel local env`` use, and a session of its own template role for every Lambda function). It records ports,
 pids and outputs in ``<home>/state.json`` (``phase`` shows progress; ``ready: true`` when it can take jobs) and
@@ -142,7 +142,8 @@ class Stack:
         self.phase("starting the local AWS (moto)")
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-        from . import fault_injection, identities, patches
+        from . import fault_injection, patches
+        from .iam import identities
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
 

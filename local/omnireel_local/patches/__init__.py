@@ -28,7 +28,7 @@ from typing import Any
 
 import moto
 
-from ..identities import ServiceCredentials
+from ..iam.identities import ServiceCredentials
 from ..lambda_runner import Invocation, InvokeResult, LambdaRunner
 from ..sagemaker_hosting import SageMakerHosting
 from . import dynamodb, events, iam_auth, iam_ids, lambda_, s3, sagemaker, speed, sqs_sns, stepfunctions

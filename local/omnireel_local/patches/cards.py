@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..identities import ServiceCredentials
+    from ..iam.identities import ServiceCredentials
     from ..lambda_runner import InvokeResult
     from ..sagemaker_hosting import SageMakerHosting
 

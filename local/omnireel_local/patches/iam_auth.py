@@ -1,5 +1,6 @@
 """IAM, enforced on every call of the local AWS (switched on after provisioning: ``enforce_iam``): SigV4 verified by
-``sigv4.py``, the decision taken by ``iam_decision.py`` / ``iam_policy.py``, S3's existence rule and bucket policies."""
+``iam/sigv4.py``, the decision taken by ``iam/decision.py`` / ``iam/policy.py``, S3's existence rule and bucket
+policies."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import iam_decision, iam_policy, sigv4
-from ..identities import session_expired
+from ..iam import decision as iam_decision
+from ..iam import policy as iam_policy
+from ..iam import sigv4
+from ..iam.identities import session_expired
 from .cards import MOTO_BUG, Context, Patch
 
 log = logging.getLogger("omnireel_local.moto")
@@ -38,7 +41,7 @@ _JSON_SERVICES = {"dynamodb", "lambda", "states", "sagemaker", "events", "secret
 
 
 def install_iam(ctx: Context) -> None:
-    """Patches 9-11: IAM enforcement as AWS does it (off until ``enforce_iam``). See iam_policy.py for the evaluator."""
+    """Patches 9-11: IAM enforcement as AWS does it (off until ``enforce_iam``). See iam/policy.py for the evaluator."""
     from urllib.parse import parse_qs, urlencode, urlparse
 
     from moto import settings as moto_settings
@@ -60,7 +63,7 @@ def install_iam(ctx: Context) -> None:
         exc.code = status
         return exc
 
-    decide = iam_decision.decide  # the caller's policies and the resource's, one evaluator (iam_decision.py)
+    decide = iam_decision.decide  # the caller's policies and the resource's, one evaluator (iam/decision.py)
 
     def presigned_key(self: Any, query: dict[str, list[str]], account: str) -> Any:
         """Verify a presigned S3 URL (SigV4 query authentication); returns moto's access key that signed it.
@@ -133,7 +136,7 @@ def install_iam(ctx: Context) -> None:
             return b""
         return body.encode() if isinstance(body, str) else bytes(body)
 
-    # 9. Authentication and authorisation of every request (moto's own evaluator: see iam_policy.py's docstring).
+    # 9. Authentication and authorisation of every request (moto's own evaluator: see iam/policy.py's docstring).
     #    SigV4 header auth with a known IAM user key or STS session (expired sessions refused: moto never expires
     #    them), presigned S3 URLs, unsigned requests refused; then identity + resource policies with Conditions.
     def authenticate(self: Any, iam_request_cls: type, resource: str = "*") -> None:

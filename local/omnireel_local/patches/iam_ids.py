@@ -1,12 +1,12 @@
 """IAM unique ids as AWS issues them: a user's ``AIDA...`` id, new at each creation, and a role session that keeps the
 id of the role it was assumed from. The API's callers are keyed on these ids (``omnireel.core.caller``), reported by
-the front door's IAM authorizer (``iam_authorizer``) as API Gateway reports them."""
+the front door's IAM authorizer (``iam.authorizer``) as API Gateway reports them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..identities import unique_id
+from ..iam.identities import unique_id
 from .cards import MOTO_BUG, Context, Patch
 
 

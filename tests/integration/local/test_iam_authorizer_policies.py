@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from omnireel_local import iam_decision, iam_policy
-from omnireel_local.iam_authorizer import ACTION, SERVICE
+from omnireel_local.iam import decision as iam_decision
+from omnireel_local.iam import policy as iam_policy
+from omnireel_local.iam.authorizer import ACTION, SERVICE
 
 ROUTE = "arn:aws:execute-api:us-east-1:123456789012:local/$default/POST/jobs"
 USER = "arn:aws:iam::123456789012:user/app"
@@ -88,6 +89,6 @@ def test_one_evaluator_reads_policy_statements() -> None:
 
     folder = Path(omnireel_local.__file__).parent
     readers = sorted(p.name for p in folder.rglob("*.py") if '.get("Statement")' in p.read_text())
-    assert readers == ["iam_policy.py"]
-    for door in ("iam_authorizer.py", "patches/iam_auth.py"):
-        assert "iam_decision.decide" in (folder / door).read_text(), door
+    assert readers == ["policy.py"]
+    for door in ("iam/authorizer.py", "patches/iam_auth.py"):
+        assert "decision.decide" in (folder / door).read_text(), door

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omnireel_local import lambda_runner
-from omnireel_local.identities import Credentials
+from omnireel_local.iam.identities import Credentials
 from omnireel_local.lambda_runner import CREDENTIAL_MARGIN_S, FunctionCode, Invocation, LambdaRunner
 
 HANDLER = """

@@ -29,7 +29,7 @@ import pytest
 from moto import mock_aws
 
 from omnireel_local import sagemaker_hosting
-from omnireel_local.identities import Credentials
+from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
 from tests.integration.relay.relay_stack import stop_process
 

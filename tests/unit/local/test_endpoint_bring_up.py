@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from omnireel_local.identities import Credentials
+from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
 
 DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"

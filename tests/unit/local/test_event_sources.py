@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from omnireel_local.event_sources import SqsMapping, SqsPollers, failed_item_ids, lambda_record, state_of
-from omnireel_local.iam_policy import transaction_items
+from omnireel_local.iam.policy import transaction_items
 
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:q"
 

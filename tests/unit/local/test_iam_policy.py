@@ -1,10 +1,10 @@
-"""The local AWS's policy evaluator (omnireel_local/iam_policy.py): the parts of AWS's evaluation the stack uses."""
+"""The local AWS's policy evaluator (omnireel_local/iam/policy.py): the parts of AWS's evaluation the stack uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from omnireel_local.iam_policy import ALLOW, DENY, NEUTRAL, Principal, _wildcard_regex, evaluate, resource_arn, wildcard
+from omnireel_local.iam.policy import ALLOW, DENY, NEUTRAL, Principal, _wildcard_regex, evaluate, resource_arn, wildcard
 
 ROLE = Principal("arn:aws:sts::123456789012:assumed-role/fn-role/fn", "123456789012")
 BUCKET = "arn:aws:s3:::artifacts"

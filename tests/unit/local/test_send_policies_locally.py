@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from omnireel_local import iam_policy
-from omnireel_local.identities import ADMIN_USER, developer_policy
+from omnireel_local.iam import policy as iam_policy
+from omnireel_local.iam.identities import ADMIN_USER, developer_policy
 from omnireel_template import load_template, placeholder_code, sam_transform
 from tests.unit.template.test_send_policies import SEND, resource_statements, senders
 

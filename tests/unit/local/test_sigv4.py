@@ -1,4 +1,4 @@
-"""Issue 29 item 3: one SigV4 verifier (``omnireel_local.sigv4``, on botocore's signer) for header auth, presigned URLs
+"""Issue 29 item 3: one SigV4 verifier (``iam.sigv4``, on botocore's signer) for header auth, presigned URLs
 and the front door, with the body hashed as received. Requests are signed here by botocore exactly as a client signs
 them, then verified; no network."""
 
@@ -16,7 +16,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 import omnireel_local
-from omnireel_local import sigv4
+from omnireel_local.iam import sigv4
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 REGION = "us-east-1"

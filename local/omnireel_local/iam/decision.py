@@ -1,9 +1,9 @@
 """The IAM decision of one call, for every door into the local AWS: moto's API handlers (``patches.iam_auth`` patch 9,
-with S3's existence rule, patch 10) and the HTTP API's front door (``iam_authorizer``, ``execute-api:Invoke``).
+with S3's existence rule, patch 10) and the HTTP API's front door (``authorizer``, ``execute-api:Invoke``).
 
 One way to gather what governs a call -- the caller's identity policies as moto stores them (an IAM user's inline,
 attached and group policies; a role session's inline and attached role policies: moto's ``collect_policies``) and the
-resource's own policy (a bucket's, a topic's or a queue's) -- and one evaluator for them (``iam_policy.evaluate``,
+resource's own policy (a bucket's, a topic's or a queue's) -- and one evaluator for them (``policy.evaluate``,
 Conditions included): an explicit Deny anywhere wins, else an Allow in either allows, else the call is denied.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from . import iam_policy
+from .policy import ALLOW, DENY, NEUTRAL, Principal, document, evaluate
 
 
 def access_key(account: str, access_key_id: str, session_token: str | None) -> Any:
@@ -30,7 +30,7 @@ def identity_documents(key: Any) -> list[dict[str, Any]]:
         policies = key.collect_policies()
     except Exception:  # noqa: BLE001 - moto raises its NoSuchEntity for a role that no longer exists
         return []
-    return [iam_policy.document(p) for p in policies]
+    return [document(p) for p in policies]
 
 
 def resource_policies(resource: str, account: str) -> list[dict[str, Any]]:
@@ -51,18 +51,18 @@ def resource_policies(resource: str, account: str) -> list[dict[str, Any]]:
                 policy = sns_backends[account][region].get_topic(resource).policy
             else:
                 policy = sqs_backends[account][region].get_queue(name).policy
-    return [iam_policy.document(policy)] if policy else []
+    return [document(policy)] if policy else []
 
 
 def decide(key: Any, action: str, resource: str, context: dict[str, Any], account: str) -> tuple[str, str]:
     """(``ALLOW`` | ``DENY`` | ``NEUTRAL``, why not) for ``key`` calling ``action`` on ``resource``."""
-    principal = iam_policy.Principal(key.arn, account)
-    identity = iam_policy.evaluate(identity_documents(key), action, resource, context, principal)
-    on_resource = iam_policy.evaluate(
+    principal = Principal(key.arn, account)
+    identity = evaluate(identity_documents(key), action, resource, context, principal)
+    on_resource = evaluate(
         resource_policies(resource, account), action, resource, context, principal, resource_policy=True
     )
-    if iam_policy.DENY in (identity, on_resource):
-        return iam_policy.DENY, "an explicit deny in a policy"
-    if iam_policy.ALLOW in (identity, on_resource):
-        return iam_policy.ALLOW, ""
-    return iam_policy.NEUTRAL, "no identity-based policy allows the action"
+    if DENY in (identity, on_resource):
+        return DENY, "an explicit deny in a policy"
+    if ALLOW in (identity, on_resource):
+        return ALLOW, ""
+    return NEUTRAL, "no identity-based policy allows the action"

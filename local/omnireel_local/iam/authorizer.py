@@ -7,8 +7,8 @@ their policies) and STS backend (assumed-role sessions and their tokens) directl
   signature that does not match, or with an ``X-Amz-Date`` more than 5 minutes off;
 - allows the call only if the principal's policies allow ``execute-api:Invoke`` on the route's ARN
   (``arn:aws:execute-api:<region>:<account>:<api-id>/<stage>/<METHOD>/<path>``), decided as every other call of the
-  local AWS is (``iam_decision``: the identity policies moto stores for the key -- inline, attached, group, role --
-  evaluated by ``iam_policy`` with their Conditions; the API has no resource policy; no SCP, permissions boundary
+  local AWS is (``decision``: the identity policies moto stores for the key -- inline, attached, group, role --
+  evaluated by ``policy`` with their Conditions; the API has no resource policy; no SCP, permissions boundary
   or session policy);
 - reports the caller as ``requestContext.authorizer.iam`` (``userArn``, ``userId``, ``callerId``, ``accessKey``,
   ``accountId``) with the values API Gateway reports: for an assumed role the STS ARN with its session name; as
@@ -30,7 +30,9 @@ from typing import Any
 
 from botocore.credentials import Credentials
 
-from . import iam_decision, iam_policy, sigv4
+from . import decision, sigv4
+from .policy import ALLOW, DENY, NEUTRAL, request_context
+from .policy import Principal as PolicyPrincipal
 
 SERVICE = "execute-api"
 ACTION = "execute-api:Invoke"
@@ -171,25 +173,25 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
     if not sigv4.matches(expected, match["signature"]):
         raise Refused(SIGNATURE_MISMATCH, "InvalidSignatureException")
 
-    decision = iam_policy.NEUTRAL if principal.role_gone else _decide(principal, target, body, route_arn)[0]
-    if decision != iam_policy.ALLOW:
+    verdict = NEUTRAL if principal.role_gone else _decide(principal, target, body, route_arn)[0]
+    if verdict != ALLOW:
         raise Refused(
             f"User: {principal.user_arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}"
-            + (" with an explicit deny" if decision == iam_policy.DENY else ""),
+            + (" with an explicit deny" if verdict == DENY else ""),
             "AccessDeniedException",
         )
     return principal
 
 
 def _decide(principal: Principal, target: str, body: bytes, route_arn: str) -> tuple[str, str]:
-    """``execute-api:Invoke`` on the route, decided as every call of the local AWS is (``iam_decision``): the caller's
-    policies as moto stores them, evaluated by ``iam_policy`` with their Conditions (``aws:username``,
+    """``execute-api:Invoke`` on the route, decided as every call of the local AWS is (``decision``): the caller's
+    policies as moto stores them, evaluated by ``policy`` with their Conditions (``aws:username``,
     ``aws:PrincipalArn``, ``aws:SourceIp``, ...)."""
     account = principal.account_id
-    key = iam_decision.access_key(account, principal.access_key, principal.session_token)
-    caller = iam_policy.Principal(key.arn, account)
-    context = iam_policy.request_context(SERVICE, ACTION, target, {}, body, caller)
-    return iam_decision.decide(key, ACTION, route_arn, context, account)
+    key = decision.access_key(account, principal.access_key, principal.session_token)
+    caller = PolicyPrincipal(key.arn, account)
+    context = request_context(SERVICE, ACTION, target, {}, body, caller)
+    return decision.decide(key, ACTION, route_arn, context, account)
 
 
 def _stamp(moment: datetime) -> str:

@@ -1,5 +1,5 @@
 """Verifying a SigV4 signature, one way for every door of the local stack: header auth on the local AWS's API calls
-(``patches.iam_auth`` patch 9), presigned S3 URLs (patch 9) and the HTTP API's front door (``iam_authorizer``).
+(``patches.iam_auth`` patch 9), presigned S3 URLs (patch 9) and the HTTP API's front door (``authorizer``).
 
 Every canonical request is botocore's own (``SigV4Auth`` / ``S3SigV4QueryAuth``: path normalisation, query and header
 canonicalisation, the string to sign, the signing key), restricted to the headers the client says it signed; nothing

@@ -1,7 +1,7 @@
 """Who calls the local AWS once IAM is enforced: the stack's own identities and the service-role credentials.
 
 After provisioning, the local AWS authenticates every request (SigV4 with a key it knows) and evaluates the caller's
-policies (``patches.iam_auth`` / ``iam_policy``). The callers are:
+policies (``patches.iam_auth`` / ``policy``). The callers are:
 
 - ``omnireel-local-admin`` (IAM user, ``*`` on ``*``): the stack process itself acting as CloudFormation and as the
   AWS control plane -- the provisioner, the on-failure destination sender, the CLI events-queue subscription, the relay
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import iam_policy
+from .policy import ALLOW, Principal, document, evaluate
 
 ADMIN_USER = "omnireel-local-admin"
 APIGATEWAY_USER = "omnireel-local-apigateway"
@@ -277,10 +277,10 @@ class ServiceCredentials:
         from moto.sts.models import sts_backends
 
         role = iam_backends[self.account_id]["aws"].get_role_by_arn(role_arn)
-        trust = iam_policy.document(role.assume_role_policy_document)
-        caller = iam_policy.Principal(f"service:{service}", self.account_id, service=service)
-        decision = iam_policy.evaluate([trust], "sts:AssumeRole", role_arn, {}, caller, resource_policy=True)
-        if decision != iam_policy.ALLOW:
+        trust = document(role.assume_role_policy_document)
+        caller = Principal(f"service:{service}", self.account_id, service=service)
+        decision = evaluate([trust], "sts:AssumeRole", role_arn, {}, caller, resource_policy=True)
+        if decision != ALLOW:
             raise TrustError(f"the trust policy of {role_arn} does not let {service} assume it")
         duration = min(self.session_seconds, int(getattr(role, "max_session_duration", 3600) or 3600))
         session = sts_backends[self.account_id]["aws"].assume_role(
