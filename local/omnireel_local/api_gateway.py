@@ -49,7 +49,8 @@ from urllib.parse import parse_qsl, urlsplit
 import boto3
 from botocore.config import Config
 
-from .iam.authorizer import Principal, Refused, authorize
+from .iam.authorizer import Refused, authorize
+from .iam.policy import Principal
 from .provision import Route
 
 log = logging.getLogger("omnireel_local.api")

@@ -24,15 +24,12 @@ The account root has no access key in moto, so root callers cannot be tested loc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from botocore.credentials import Credentials
 
 from . import decision, sigv4
-from .policy import ALLOW, DENY, NEUTRAL, request_context
-from .policy import Principal as PolicyPrincipal
+from .policy import ALLOW, DENY, NEUTRAL, Principal, request_context
 
 SERVICE = "execute-api"
 ACTION = "execute-api:Invoke"
@@ -59,30 +56,10 @@ class Refused(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class Principal:
-    access_key: str
-    account_id: str
-    user_arn: str
-    user_id: str
-    secret_key: str
-    session_token: str | None
-    role_gone: bool = False  # a role session whose role was deleted (and perhaps re-created) since it was assumed
-
-    def authorizer_iam(self) -> dict[str, Any]:
-        return {
-            "accessKey": self.access_key,
-            "accountId": self.account_id,
-            "callerId": self.user_id,
-            "cognitoIdentity": None,
-            "principalOrgId": None,
-            "userArn": self.user_arn,
-            "userId": self.user_id,
-        }
-
-
-def _principal(access_key: str, session_token: str | None) -> Principal:
-    """The IAM user or assumed-role session that owns ``access_key`` in the local AWS (moto's backends)."""
+def lookup(access_key: str, session_token: str | None) -> Principal:
+    """The IAM user or assumed-role session that owns ``access_key`` in the local AWS (moto's backends), found once:
+    the key's secret, the id the front door reports and moto's view of the key that the decision reads all come from
+    this one lookup."""
     from moto.iam.models import iam_backends
     from moto.sts.models import sts_backends
 
@@ -94,11 +71,14 @@ def _principal(access_key: str, session_token: str | None) -> Principal:
                 continue
             if key.status != "Active":
                 raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+            secret = key.secret_access_key
             if key.user_name:  # a long-term key of an IAM user
                 if session_token is not None:
                     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
                 user = backend.get_user(key.user_name)
-                return Principal(access_key, account_id, user.arn, user.id, key.secret_access_key, None)
+                view = decision.found_key(account_id, partition, access_key, secret, user_name=user.name)
+                return Principal(user.arn, account_id, access_key=access_key, user_id=user.id, secret_key=secret,
+                                 key=view)  # fmt: skip
             session = sts_backends[account_id][partition].get_assumed_role_from_access_key(access_key)
             if session is None or session_token != session.session_token:
                 raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
@@ -109,9 +89,9 @@ def _principal(access_key: str, session_token: str | None) -> Principal:
                 gone = role_id is None or backend.get_role_by_arn(arn=session.role_arn).id != role_id
             except Exception:  # noqa: BLE001 - moto's NoSuchEntity: the role is gone
                 gone = True
-            return Principal(
-                access_key, account_id, session.arn, session.user_id, key.secret_access_key, session_token, gone
-            )
+            view = decision.found_key(account_id, partition, access_key, secret, session=session)
+            return Principal(session.arn, account_id, access_key=access_key, user_id=session.user_id,
+                             secret_key=secret, session_token=session_token, role_gone=gone, key=view)  # fmt: skip
     raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
 
 
@@ -161,7 +141,7 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
                       f"({_stamp(clock)} + 5 min.)", "InvalidSignatureException")  # fmt: skip
 
     token = lowered.get("x-amz-security-token", [None])[-1]
-    principal = _principal(access_key, token)
+    principal = lookup(access_key, token)  # the one lookup of the key
 
     # The payload line is the hash of the body as received, as API Gateway computes it: a signed X-Amz-Content-SHA256
     # of another body (or "UNSIGNED-PAYLOAD") does not pass (issue 27 item 7). Canonicalisation is botocore's (sigv4).
@@ -176,7 +156,7 @@ def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body:
     verdict = NEUTRAL if principal.role_gone else _decide(principal, target, body, route_arn)[0]
     if verdict != ALLOW:
         raise Refused(
-            f"User: {principal.user_arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}"
+            f"User: {principal.arn} is not authorized to perform: execute-api:Invoke on resource: {route_arn}"
             + (" with an explicit deny" if verdict == DENY else ""),
             "AccessDeniedException",
         )
@@ -187,9 +167,8 @@ def _decide(principal: Principal, target: str, body: bytes, route_arn: str) -> t
     """``execute-api:Invoke`` on the route, decided as every call of the local AWS is (``decision``): the caller's
     policies as moto stores them, evaluated by ``policy`` with their Conditions (``aws:username``,
     ``aws:PrincipalArn``, ``aws:SourceIp``, ...)."""
-    account = principal.account_id
-    key = decision.access_key(account, principal.access_key, principal.session_token)
-    caller = PolicyPrincipal(key.arn, account)
+    account, key = principal.account_id, principal.key  # moto's view of the key, from the one lookup
+    caller = Principal(key.arn, account)  # as the API handlers' door sees it: moto's ARN of the key
     context = request_context(SERVICE, ACTION, target, {}, body, caller)
     return decision.decide(key, ACTION, route_arn, context, account)
 

@@ -5,6 +5,8 @@ One way to gather what governs a call -- the caller's identity policies as moto 
 attached and group policies; a role session's inline and attached role policies: moto's ``collect_policies``) and the
 resource's own policy (a bucket's, a topic's or a queue's) -- and one evaluator for them (``policy.evaluate``,
 Conditions included): an explicit Deny anywhere wins, else an Allow in either allows, else the call is denied.
+``decide_call`` adds what a call of the local AWS's API needs on top: a DynamoDB transaction's items each decided on
+their own table, and an ``sts:AssumeRole`` also decided by the role's trust policy.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from .policy import ALLOW, DENY, NEUTRAL, Principal, document, evaluate
+from .policy import ALLOW, DENY, NEUTRAL, Principal, document, evaluate, transaction_items
 
 
 def access_key(account: str, access_key_id: str, session_token: str | None) -> Any:
@@ -22,6 +24,27 @@ def access_key(account: str, access_key_id: str, session_token: str | None) -> A
 
     headers = {"X-Amz-Security-Token": session_token} if session_token else {}
     return access_control.create_access_key(account, "aws", access_key_id, headers)
+
+
+def found_key(account: str, partition: str, access_key_id: str, secret: str, *, user_name: str | None = None,
+              session: Any = None) -> Any:  # fmt: skip
+    """moto's view of a key already found in its IAM backend (``user_name``) or STS backend (``session``): what
+    ``access_key`` returns for it, built from what was found instead of searching moto's users and sessions again
+    (the front door's one lookup, ``authorizer.lookup``)."""
+    from moto.iam import access_control
+
+    view: Any
+    if session is None:
+        view = object.__new__(access_control.IAMUserAccessKey)
+        view._owner_user_name = user_name
+    else:
+        view = object.__new__(access_control.AssumedRoleAccessKey)
+        view._owner_role_name = session.role_arn.split("/")[-1]
+        view._session_name = session.session_name
+        view._session_token = session.session_token
+    view.account_id, view.partition = account, partition
+    view._access_key_id, view._secret_access_key = access_key_id, secret
+    return view
 
 
 def identity_documents(key: Any) -> list[dict[str, Any]]:
@@ -66,3 +89,34 @@ def decide(key: Any, action: str, resource: str, context: dict[str, Any], accoun
     if ALLOW in (identity, on_resource):
         return ALLOW, ""
     return NEUTRAL, "no identity-based policy allows the action"
+
+
+def decide_call(key: Any, action: str, resource: str, context: dict[str, Any], principal: Principal, *, body: Any,
+                region: str, account: str) -> tuple[str, str, str, str]:  # fmt: skip
+    """The decision on one call of the local AWS's API (patch 9): (decision, why not, and the action and resource it
+    is about). A DynamoDB transaction is allowed only if each item's own action on its own table is (the first refused
+    item is named); an allowed ``sts:AssumeRole`` must also be allowed by the role's trust policy."""
+    verdict, why = decide(key, action, resource, context, account)
+    items = transaction_items(action, body, region, account)
+    if items:  # a DynamoDB transaction: every item's own action on its own table must be allowed
+        verdict, why = ALLOW, ""
+        for item_action, item_resource in items:
+            verdict, why = decide(key, item_action, item_resource, context, account)
+            if verdict != ALLOW:
+                action, resource = item_action, item_resource
+                break
+    if verdict == ALLOW and action == "sts:AssumeRole" and not _trusts(resource, action, context, principal, account):
+        verdict, why = NEUTRAL, "the role's trust policy does not allow the caller"
+    return verdict, why, action, resource
+
+
+def _trusts(role_arn: str, action: str, context: dict[str, Any], principal: Principal, account: str) -> bool:
+    """Whether the role's trust policy allows ``principal`` to assume it (an unknown role: moto answers the call)."""
+    from moto.iam.models import iam_backends
+
+    try:
+        role = iam_backends[account]["aws"].get_role_by_arn(role_arn)
+        trust = document(role.assume_role_policy_document)
+    except Exception:  # noqa: BLE001 - an unknown role: moto answers it
+        return True
+    return evaluate([trust], action, role_arn, context, principal, resource_policy=True) == ALLOW

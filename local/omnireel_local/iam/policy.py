@@ -23,6 +23,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -245,17 +246,44 @@ def document(policy: Any) -> dict[str, Any]:
     return json.loads(policy) if isinstance(policy, str) else dict(policy)
 
 
+@dataclass(frozen=True)
 class Principal:
-    """The caller: an IAM user, or a role session (``arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION``)."""
+    """The caller, the one class for it at every door: an IAM user, a role session
+    (``arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION``) or an AWS service (``service``: a trust policy's principal).
 
-    def __init__(self, arn: str, account_id: str, service: str | None = None):
-        self.arn = arn
-        self.account_id = account_id
-        self.service = service
-        self.role_arn: str | None = None
-        if ":assumed-role/" in arn:
-            role = arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
-            self.role_arn = f"arn:aws:iam::{account_id}:role/{role}"
+    Policies see ``arn`` and ``account_id`` (and ``role_arn``, derived). The front door (``authorizer``) also fills
+    in what its one lookup of the signing key found: the key, its secret and session token, the IAM unique id it
+    reports, whether the session's role is gone, and ``key``, moto's view of the key (its ARN and policies) that the
+    decision reads (``decision.decide``).
+    """
+
+    arn: str
+    account_id: str
+    service: str | None = None
+    access_key: str = ""
+    user_id: str = ""
+    secret_key: str = field(default="", repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    role_gone: bool = False  # a role session whose role was deleted (and perhaps re-created) since it was assumed
+    key: Any = field(default=None, repr=False, compare=False)
+    role_arn: str | None = field(init=False, default=None)  # a role session's role
+
+    def __post_init__(self) -> None:
+        if ":assumed-role/" in self.arn:
+            role = self.arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
+            object.__setattr__(self, "role_arn", f"arn:aws:iam::{self.account_id}:role/{role}")
+
+    def authorizer_iam(self) -> dict[str, Any]:
+        """The caller as API Gateway reports it in ``requestContext.authorizer.iam``."""
+        return {
+            "accessKey": self.access_key,
+            "accountId": self.account_id,
+            "callerId": self.user_id,
+            "cognitoIdentity": None,
+            "principalOrgId": None,
+            "userArn": self.arn,
+            "userId": self.user_id,
+        }
 
     def matches_aws(self, value: str) -> bool:
         if value in (self.account_id, f"arn:aws:iam::{self.account_id}:root"):

@@ -80,7 +80,7 @@ def test_role_inline_policies_are_plain_documents() -> None:
 
 
 def test_one_evaluator_reads_policy_statements() -> None:
-    """Issue 29 item 2: only ``iam_policy`` reads policy statements; the front door and the API handlers' patch both
+    """Issue 29 item 2: only ``iam.policy`` reads policy statements; the front door and the API handlers' patch both
     take their decision from ``iam_decision.decide`` (derived from the code: a second reader would be a second
     evaluator)."""
     from pathlib import Path

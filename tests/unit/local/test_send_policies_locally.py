@@ -1,7 +1,7 @@
 """Issue 33 item 1: the local IAM decides the template's topic and queue policies as AWS would.
 
 For every SNS topic and SQS queue of the transformed template (the set ``tests/unit/template/test_send_policies.py``
-derives), its resource policy, with the ARNs the local provisioner gives, evaluated by ``iam_policy`` with the
+derives), its resource policy, with the ARNs the local provisioner gives, evaluated by ``iam.policy`` with the
 request context the local AWS builds for each caller:
 
 - the local developer (``sqs:*`` on the stack's queues by its own policy) is refused with an explicit Deny;
