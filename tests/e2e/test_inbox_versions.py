@@ -114,7 +114,7 @@ def test_drop_wait_follows_its_own_upload_when_the_key_is_overwritten(stack: Loc
     assert f"(version {job['source_version']['version_id']})" in err
 
 
-# Scratch buckets: the developer identity may create and manage buckets named <stack>-scratch-* (identities.py).
+# Scratch buckets: the developer identity may create and manage buckets named <stack>-scratch-* (iam/identities.py).
 VERSIONED = f"{homedir.STACK_NAME}-scratch-versioned"
 UNVERSIONED = f"{homedir.STACK_NAME}-scratch-unversioned"
 
