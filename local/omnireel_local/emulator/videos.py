@@ -296,7 +296,10 @@ def encode_mp4(frames: Iterator[np.ndarray], width: int, height: int, fps: int) 
     with av.open(buf, mode="w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=Fraction(fps))
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.options = {"preset": "veryfast", "crf": "23"}
+        # No macroblock tree / rate-control lookahead: with them libx264 gave different bytes for the same frames when
+        # encoders ran in other threads at small sizes (64x48: 4 different outputs in 80 encodes), so "same request,
+        # same video" failed under load. Without them every encode tested was identical (64x48 to 480x320).
+        stream.options = {"preset": "veryfast", "crf": "23", "x264-params": "rc-lookahead=0:mbtree=0"}
         for index, array in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(array, format="rgb24")
             frame.pts = index

@@ -191,3 +191,17 @@ def test_async_job_content_before_completion_is_404(make_client):
     assert_error_shape(client.get(f"/v1/videos/{job['id']}/content"), 404, "still in-progress")
     assert client.get(f"/v1/videos/{job['id']}").json()["status"] == "in_progress"
     client.delete(f"/v1/videos/{job['id']}")
+
+
+def test_the_same_request_renders_the_same_bytes_whatever_thread_encodes_it():
+    """The emulator renders on worker threads (asyncio.to_thread): libx264's macroblock tree gave different bytes for
+    the same frames from one thread to another at small sizes (a CI run's determinism failure); now every encode of
+    the same request is identical."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from omnireel_local.emulator.videos import VideoParams, render_video
+
+    params = VideoParams(width=64, height=48, num_frames=5, fps=24, seed=7)
+    with ThreadPoolExecutor(8) as pool:
+        outputs = set(pool.map(lambda _: render_video("a kite", None, params), range(64)))
+    assert len(outputs) == 1
