@@ -10,6 +10,10 @@ Local time is compressed: EventBridge's shortest rate is one minute (AWS and mot
 template parameter cannot make it shorter), and a one-minute wait would make every safety-net test slow. A rule's
 minute lasts ``LOCAL_SECONDS_PER_MINUTE`` seconds here, as ``provision.LOCAL_PARAMETERS`` turn hour-long timeouts into
 minutes. ``cron(...)`` rules are not run locally (logged at startup).
+
+Because a local minute is a second, a run that lasts longer than it would overlap the next ones, which on AWS come a
+real minute apart: a tick whose previous invocation of the same target has not ended yet is skipped (logged at debug
+level), so a slow run (the admission healer with hundreds of waiting jobs) never piles up runs AWS would not make.
 """
 
 from __future__ import annotations
@@ -60,12 +64,13 @@ class Scheduler:
     def __init__(
         self,
         schedules: list[dict[str, Any]],
-        invoke: Callable[[str, str], None],
+        invoke: Callable[[str, str], Any],
         account_id: str,
         region: str,
     ):
         self._schedules = schedules
-        self._invoke = invoke  # (function ARN, payload JSON) -> None, asynchronous
+        # (function ARN, payload JSON) -> a future that completes when the asynchronous invocation ended (or None)
+        self._invoke = invoke
         self._account_id = account_id
         self._region = region
         self._stop = threading.Event()
@@ -85,11 +90,16 @@ class Scheduler:
             self._threads.append(thread)
 
     def _run(self, schedule: dict[str, Any], period: float) -> None:
+        running: dict[str, Any] = {}  # target -> the future of its last invocation
         while not self._stop.wait(period):  # like EventBridge, the first run comes one period after creation
             payload = json.dumps(scheduled_event(schedule["rule_arn"], self._account_id, self._region))
             for target in schedule["targets"]:
+                previous = running.get(target)
+                if previous is not None and not previous.done():
+                    log.debug("schedule %s: %s still running, tick skipped", schedule["rule_arn"], target)
+                    continue
                 try:
-                    self._invoke(target, payload)
+                    running[target] = self._invoke(target, payload)
                 except Exception:
                     log.exception("schedule %s could not invoke %s", schedule["rule_arn"], target)
 

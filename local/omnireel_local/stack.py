@@ -300,9 +300,9 @@ class Stack:
 
         from .schedules import Scheduler
 
-        def invoke(function_arn: str, payload: str) -> None:
+        def invoke(function_arn: str, payload: str) -> Any:
             fn = get_backend(self.account_id, self.region).get_function(function_arn)
-            self.invoker.submit(fn, payload, "events")
+            return self.invoker.submit(fn, payload, "events")
 
         scheduler = Scheduler(schedules, invoke, self.account_id, self.region)
         scheduler.start()

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..lambda_runner import InvokeResult
@@ -18,6 +19,7 @@ from .cards import LOCAL_DESIGN, MOTO_BUG, Context, Patch, iso_now
 log = logging.getLogger("omnireel_local.moto")
 
 ASYNC_RETRY_DELAYS_S = (1.0, 2.0)
+ASYNC_WORKERS_PER_FUNCTION = 8  # asynchronous invocations of one function running (or retrying) at once
 
 # SQS event source mappings created since the patches were applied: (uuid, spec); run by event_sources.SqsPollers.
 SQS_EVENT_SOURCES: list[tuple[str, dict[str, Any]]] = []
@@ -28,19 +30,35 @@ class AsyncInvoker:
 
     The caller's request returns at once; the function runs on a background thread; a failed invocation is retried
     ``MaximumRetryAttempts`` times (EventInvokeConfig, default 2) and then sent to its ``OnFailure`` destination.
+
+    Each function has its own queue (``ASYNC_WORKERS_PER_FUNCTION`` threads), as on AWS, where a function's
+    asynchronous invocations wait in that function's own queue: one function's backlog (a slow schedule, retries
+    sleeping between attempts) never delays another function's events. One shared pool did: with 300 jobs waiting for
+    admission, the healing schedule's runs held every worker and SNS -> AsyncResult deliveries waited 7 minutes.
     """
 
     def __init__(self, run: Callable[[Any, str], InvokeResult], sqs_send: Callable[[str, str], None]):
         self._run = run
         self._sqs_send = sqs_send
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="lambda-async")
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._lock = threading.Lock()
+
+    def _pool(self, fn: Any) -> ThreadPoolExecutor:
+        name = str(fn.function_name)
+        with self._lock:
+            if name not in self._pools:
+                self._pools[name] = ThreadPoolExecutor(
+                    max_workers=ASYNC_WORKERS_PER_FUNCTION, thread_name_prefix=f"lambda-async-{name[-24:]}"
+                )
+            return self._pools[name]
 
     def run(self, fn: Any, payload: str) -> InvokeResult:
         """A synchronous invocation (what an event source mapping's poller does)."""
         return self._run(fn, payload)
 
-    def submit(self, fn: Any, payload: str, source: str) -> None:
-        self._pool.submit(self._invoke, fn, payload, source)
+    def submit(self, fn: Any, payload: str, source: str) -> Future[None]:
+        """Queue one asynchronous invocation; the future completes when it ended (retries and destination included)."""
+        return self._pool(fn).submit(self._invoke, fn, payload, source)
 
     def submit_held(self, fn: Any, payload: str, source: str, released: Callable[[], bool], max_s: float) -> None:
         """Deliver once ``released()`` (or after ``max_s`` at the latest): a late event, as S3 may deliver one."""
@@ -51,7 +69,7 @@ class AsyncInvoker:
                 time.sleep(0.05)
             self._invoke(fn, payload, source)
 
-        self._pool.submit(hold_then_invoke)
+        self._pool(fn).submit(hold_then_invoke)
 
     def _invoke(self, fn: Any, payload: str, source: str) -> None:
         config = fn.event_invoke_config[0].config if getattr(fn, "event_invoke_config", None) else {}
@@ -97,7 +115,10 @@ class AsyncInvoker:
             log.warning("async invocation of %s: retries exhausted, sent to %s", fn.function_name, destination)
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            pools = list(self._pools.values())
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def install_runner(ctx: Context) -> None:

@@ -55,3 +55,32 @@ def test_each_period_sends_the_scheduled_event_to_every_target_until_shutdown(mo
     assert event["resources"] == [rule] and event["detail"] == {}
     assert not any(t.is_alive() for t in scheduler._threads)  # stopped: nothing fires after shutdown
     assert len(calls) == settled
+
+
+def test_a_tick_is_skipped_while_the_targets_previous_run_has_not_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local minute is 10 ms here: a run that lasts many of them is not overlapped by new runs (on AWS the next one
+    comes a real minute later); once it ends, the next tick runs again."""
+    from concurrent.futures import Future
+
+    monkeypatch.setattr(schedules, "LOCAL_SECONDS_PER_MINUTE", 0.01)
+    started: list[Future[None]] = []
+    second = threading.Event()
+
+    def invoke(arn: str, payload: str) -> Future[None]:
+        started.append(Future())
+        if len(started) == 2:
+            second.set()
+        return started[-1]
+
+    scheduler = schedules.Scheduler(
+        [{"rule_arn": "rule", "expression": "rate(1 minute)", "targets": ["arn:fn:slow"]}],
+        invoke, "123456789012", "us-east-1",
+    )  # fmt: skip
+    scheduler.start()
+    try:
+        assert not second.wait(timeout=0.3)  # ~30 ticks while the first run has not ended: none started another
+        assert len(started) == 1
+        started[0].set_result(None)  # the first run ends
+        assert second.wait(timeout=10)
+    finally:
+        scheduler.shutdown()
