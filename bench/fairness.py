@@ -328,6 +328,19 @@ def report(
             *p50_p90([t.start_wait for t in mine]), *p50_p90([fcfs[t.job_id][0] for t in mine]),
             *p50_p90([t.end_to_end for t in mine]), *p50_p90([fcfs[t.job_id][1] for t in mine]),
         ])  # fmt: skip
+    stage_rows = []  # where each caller's end to end went (measured, p50 / p90)
+    for caller in ("B", "A"):
+        mine = [t for t in times if t.caller == caller]
+        if not mine:
+            continue
+        stages = [
+            [t.start_wait for t in mine],
+            [t.image_end - t.image_start for t in mine],
+            [t.video_queued - t.image_end for t in mine],
+            [t.video_start - t.video_queued for t in mine],
+            [t.end - t.video_start for t in mine],
+        ]
+        stage_rows.append([caller, *(" / ".join(p50_p90(values)) for values in stages)])
     turnover = {
         "image": median([t.image_end - t.image_start for t in times]) if times else 0.0,
         "video": median([t.end - t.video_start for t in times]) if times else 0.0,
@@ -381,6 +394,11 @@ same slots, hand-over {handover([(t.accepted, t.image_start, t.image_end) for t 
             rows,
         )
     }
+
+Where the time went, measured (p50 / p90, seconds): waiting for the image slot, the image stage, staging (the image
+stage's end -> ready for the video slot), waiting for the video slot, the render until the result arrived.
+
+{table(["caller", "image wait", "image", "staging", "video wait", "render"], stage_rows)}
 
 - One slot turnover: image {turnover["image"]:.1f} s, video {turnover["video"]:.1f} s (medians of the jobs' own \
 occupancy). B's start wait p90 = {b_wait:.1f} s, {b_wait / max(turnover["image"], 1e-9):.2f} image turnovers with \
