@@ -156,3 +156,40 @@ def test_concurrent_grants_and_releases_never_grant_a_slot_twice_and_leak_none(s
     alive = [job_id for job_id in job_ids if job_id not in abandoned]
     assert sorted(served) == sorted(alive) and len(served) == len(set(served))
     assert 1 <= peak[0] <= CAPACITY
+
+
+def test_a_recount_never_writes_a_stale_queue_over_a_grant_and_an_enqueue(stores):
+    """The healing schedule re-derives the pool's counts from its items, conditioned on the pool not having changed
+    since it read it. A release, a grant and an enqueue in between bring in_use and waiting back to the values read
+    (A's slot freed and granted to A's next job while B's first job arrives): the recount must still be refused, or
+    its stale per-caller map drops B from the round-robin until the next repair."""
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
+    )
+    gate.refresh("image")
+    a1, a2, b1 = _job(jobs, "caller-a"), _job(jobs, "caller-a"), _job(jobs, "caller-b")
+    assert gate.acquire(a1, "image")
+    for job_id in (a2,):
+        token = f"token-{job_id}"
+        callbacks.waiters[token] = threading.Event()
+        gate.wait(job_id, "image", token)
+    snapshot = store.pool("image")
+    entries = store.entries("image")
+    assert (snapshot.in_use, snapshot.waiting) == (1, 1)
+    # meanwhile: A1's slot is freed and granted to A2, and B's job starts waiting
+    gate.release(a1, "image")
+    token = f"token-{b1}"
+    callbacks.waiters[token] = threading.Event()
+    gate.wait(b1, "image", token)
+    now_pool = store.pool("image")
+    assert (now_pool.in_use, now_pool.waiting) == (1, 1)  # the counts the healer read, again
+    stale_queued = {e.caller_key: 1 for e in entries}  # what the healer derived from the items it read
+    assert not store.recount(snapshot, in_use=1, waiting=1, queued=stale_queued, served=snapshot.served)
+    after = store.pool("image")
+    assert len(after.callers_waiting()) == 1 and after.queued == now_pool.queued  # B still in the round-robin

@@ -136,13 +136,18 @@ class AdmissionStore:
 
     def recount(self, pool: Pool, *, in_use: int, waiting: int, queued: dict[str, int], served: dict[str, str]) -> bool:
         """Set the pool's counts to what its holder and waiting items say, unless it changed since ``pool`` was read
-        (the healing schedule's repair of a lost release or a crash between items: never racing a grant)."""
+        (the healing schedule's repair of a lost release or a crash between items: never racing a grant). "Changed"
+        is the whole state, the per-caller maps included: a release, a grant and an enqueue in between can bring
+        ``in_use`` and ``waiting`` back to the values read (A's slot freed and granted to A's next job while B's job
+        arrives), and a recount conditioned on those two alone wrote the stale ``queued`` map, dropping B from the
+        round-robin until the next repair. Every grant writes ``served``, every enqueue and grant ``queued``."""
         try:
             self._ddb.update_item(
                 TableName=self._name,
                 Key=self._key(pool_pk(pool.kind), POOL_SK),
                 UpdateExpression="SET in_use = :in_use, waiting = :waiting, queued = :queued, served = :served",
-                ConditionExpression="in_use = :old_in_use AND waiting = :old_waiting",
+                ConditionExpression="in_use = :old_in_use AND waiting = :old_waiting AND queued = :old_queued "
+                "AND served = :old_served",
                 ExpressionAttributeValues=to_attributes(
                     {
                         ":in_use": in_use,
@@ -151,6 +156,8 @@ class AdmissionStore:
                         ":served": served,
                         ":old_in_use": pool.in_use,
                         ":old_waiting": pool.waiting,
+                        ":old_queued": pool.queued,
+                        ":old_served": pool.served,
                     }
                 ),
             )
