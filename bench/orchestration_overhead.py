@@ -17,7 +17,8 @@ same moment (same prompt, seed and the sample's sizes), ``--concurrency`` pairs 
   the output's bytes read.
 
 No shared queue: the video endpoint runs ``2 x --concurrency`` async invocations at once (one instance,
-``VideoMaxConcurrentInvocationsPerInstance``), so neither variant's request waits behind the other's. Model time is
+``VideoMaxConcurrentInvocationsPerInstance``) and the image endpoint as many requests (``ImageConcurrencyPerInstance``,
+which also sizes admission's image pool), so neither variant's request waits behind the other's. Model time is
 each job's own: the container's service time of that job's image and video requests (the emulators record every
 request's service time and body SHA-256; the sample's requests are the ones with the digests of what it sent). That
 is the AWS sample's published 4.7 s image / 8.9 s video x ``--scale`` plus the emulator's real PNG and H.264 work;
@@ -294,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
             "VideoHeartbeatSeconds": "1200",
             "VideoCallbackTimeoutSeconds": "1500",
             "VideoMaxConcurrentInvocationsPerInstance": str(slots),
+            # Since issue 34 the image container serves ImageConcurrencyPerInstance requests at once (default 1) and
+            # admission grants as many slots: both variants' image calls of a pair run at once, as their videos do.
+            "ImageConcurrencyPerInstance": str(slots),
         },
         name="overhead",
     ).start()
@@ -470,8 +474,9 @@ min; other sessions share the 2 CPUs).
 Setup: one isolated local stack; per phase {args.pairs} pairs, {args.concurrency} pairs in flight at once, each pair = \
 one job of ours and one of the sample's started together (same prompt and seed, the sample's video: 480x320 x 17 \
 frames, 30 steps; a 512x512 image), after {args.concurrency} warm-up job(s) of each. The video endpoint runs \
-{slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`), as many as there are jobs in flight, \
-so no request waits behind the other variant's. Phase **fixed**: every video renders for the sample's 8.9 s x \
+{slots} async invocations at once (`VideoMaxConcurrentInvocationsPerInstance`) and the image endpoint {slots} \
+requests (`ImageConcurrencyPerInstance`, which also sizes admission's image pool), as many as there are jobs in \
+flight, so no request waits behind the other variant's. Phase **fixed**: every video renders for the sample's 8.9 s x \
 {args.scale:g}. Phase **varied** (if run): each pair's video time gets a seeded uniform offset in \
 [-{args.video_variation:g}, +{args.video_variation:g}] s, the same for both variants of the pair (it is part of the \
 emulators' service time below).
