@@ -118,8 +118,11 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
 
     emulator = stack.outputs["OMNIREEL_EMULATOR_VIDEO_MODEL_URL"]
     subscriber = JobEvents(stack)
+    # The render must outlast the status poll and the CLI's DELETE: 8 s did not on a machine at load 11 (the job
+    # succeeded first, in a clean-clone run beside a 10,000-line drop); 20 s leaves room, and the test waits for the
+    # late notification below anyway.
     httpx.put(
-        f"{emulator}/_emulator/config", json={"faults": {"videos": {"latency_s": 8}}}, timeout=10
+        f"{emulator}/_emulator/config", json={"faults": {"videos": {"latency_s": 20}}}, timeout=10
     ).raise_for_status()
     try:
         job_id = json.loads(stack.cli("submit", "a job nobody wants anymore", "--json", check=True).stdout)["job_id"]
@@ -139,7 +142,7 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
                 "not waiting on video" in line.get("message", "") for line in _log_lines(stack, "AsyncResult", job_id)
             )
 
-        wait_for(ignored, 60, "async_result to ignore the late notification")
+        wait_for(ignored, 90, "async_result to ignore the late notification")
         events = subscriber.until(lambda got: any(e.get("job_id") == job_id for e in got), 30)
     finally:
         httpx.put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
