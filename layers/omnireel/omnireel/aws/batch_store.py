@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from msgspec.structs import replace
 
 from omnireel.aws.clients import client
+from omnireel.aws.delivery_state import record_delivery_state
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
 from omnireel.core.records import to_dict
 from omnireel.events.batch_events import BatchCounts, BatchTruncation
@@ -387,33 +388,10 @@ class BatchStore:
         """Store the delivery state of ``event_type`` (``batch.completed``) on the batch record, as the job store does
         on a job (``JobStore.record_webhook_attempt``): never on a record that is gone (expired or deleted), which the
         update would otherwise create; records written before this get the map first."""
-        key = self._key(batch_id, BATCH_ITEM)
-        try:
-            self._ddb.update_item(
-                TableName=self._name,
-                Key=key,
-                UpdateExpression="SET webhook_deliveries.#type = :state",
-                ConditionExpression="attribute_exists(batch_id) AND attribute_exists(webhook_deliveries)",
-                ExpressionAttributeNames={"#type": event_type},
-                ExpressionAttributeValues=to_attributes({":state": state}),
-            )
-            return
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-        try:
-            self._ddb.update_item(
-                TableName=self._name,
-                Key=key,
-                UpdateExpression="SET webhook_deliveries = :map",
-                ConditionExpression="attribute_exists(batch_id) AND attribute_not_exists(webhook_deliveries)",
-                ExpressionAttributeValues=to_attributes({":map": {event_type: state}}),
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            if self.find(batch_id) is not None:  # the map appeared meanwhile: set the entry
-                self.record_webhook_attempt(batch_id, event_type, state)
+        record_delivery_state(
+            self._ddb, self._name, self._key(batch_id, BATCH_ITEM), "batch_id", event_type, state,
+            still_there=lambda: self.find(batch_id) is not None,
+        )  # fmt: skip
 
     # ------------------------------------------------------------ reconciliation
     def open_items(self, cutoff: str, per_shard: int = 100) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from msgspec.structs import replace
 
 from omnireel.aws.clients import client
+from omnireel.aws.delivery_state import record_delivery_state
 from omnireel.aws.dynamodb_values import from_attributes, to_attributes
 from omnireel.aws.usage_store import (
     CALLER_OPEN_JOBS_INDEX,
@@ -363,33 +364,10 @@ class JobStore:
 
     def record_webhook_attempt(self, job_id: str, event_type: str, state: dict[str, Any]) -> None:
         """Store the delivery state of ``event_type`` (records written before webhooks get the map first)."""
-        key = self._key(job_id)
-        try:
-            self._ddb.update_item(
-                TableName=self._table_name,
-                Key=key,
-                UpdateExpression="SET webhook_deliveries.#type = :state",
-                ConditionExpression="attribute_exists(job_id) AND attribute_exists(webhook_deliveries)",
-                ExpressionAttributeNames={"#type": event_type},
-                ExpressionAttributeValues=to_attributes({":state": state}),
-            )
-            return
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-        try:
-            self._ddb.update_item(
-                TableName=self._table_name,
-                Key=key,
-                UpdateExpression="SET webhook_deliveries = :map",
-                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(webhook_deliveries)",
-                ExpressionAttributeValues=to_attributes({":map": {event_type: state}}),
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            if self.find(job_id) is not None:  # the map appeared meanwhile: set the entry
-                self.record_webhook_attempt(job_id, event_type, state)
+        record_delivery_state(
+            self._ddb, self._table_name, self._key(job_id), "job_id", event_type, state,
+            still_there=lambda: self.find(job_id) is not None,
+        )  # fmt: skip
 
     def find_with_token(self, job_id: str) -> tuple[Job | None, str | None]:
         """The job and its stored task token in one consistent read (None, None for an unknown id)."""
