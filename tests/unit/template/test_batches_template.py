@@ -123,9 +123,9 @@ def test_every_dead_letter_queue_has_an_alarm_and_a_runbook_line(cfn: dict[str, 
     alarms = _queue_depth_alarms(cfn)
     missing = sorted(targets - set(alarms))
     assert not missing, f"dead-letter queues without a depth alarm: {missing}"
-    runbook = (ROOT / "docs" / "operations.md").read_text()
+    runbook = (ROOT / "docs" / "operations" / "dead-letter-queues.md").read_text()
     for queue in targets:
-        assert f"`{alarms[queue]}`" in runbook, f"docs/operations.md: a runbook line for `{alarms[queue]}`"
+        assert f"`{alarms[queue]}`" in runbook, f"docs/operations/dead-letter-queues.md: no entry for `{alarms[queue]}`"
 
 
 def test_the_reconciler_runs_on_a_schedule_reads_only_its_index_and_its_repairs_are_alarmed(
@@ -157,7 +157,7 @@ def test_the_reconciler_runs_on_a_schedule_reads_only_its_index_and_its_repairs_
     alarm = props(cfn, "BatchReconcilerRepairsAlarm")
     assert f'name="{alarm["MetricName"]}"' in source and alarm["Namespace"] == "omnireel"
     assert alarm["Threshold"] == 1 and alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
-    assert "`BatchReconcilerRepairsAlarm`" in (ROOT / "docs" / "operations.md").read_text()
+    assert "`BatchReconcilerRepairsAlarm`" in (ROOT / "docs" / "operations" / "dead-letter-queues.md").read_text()
 
 
 def test_the_last_receive_the_function_knows_is_the_queues(cfn: dict[str, Any]) -> None:  # noqa: F811

@@ -175,7 +175,7 @@ def test_stack_name_limit_over_the_longest_region_name(sam: dict[str, Any]) -> N
         bucket = preflight.derived_names(sam, stack, longest, {}, "111122223333")["inbox bucket"][0]
         assert (len(bucket) <= 63) is ok
     # The documented table matches the computation.
-    ops = (ROOT / "docs" / "operations.md").read_text()
+    ops = (ROOT / "docs" / "operations" / "deploy.md").read_text()
     assert "| `us-east-1` | 34 |" in ops and f"| `{longest}` (the longest) | {limit} |" in ops
 
 
@@ -218,12 +218,12 @@ def test_autoscaling_follows_the_endpoint_through_a_replacement(sam: dict[str, A
 
 
 def test_docs_say_what_each_parameter_change_does(sam: dict[str, Any]) -> None:
-    text = (ROOT / "docs" / "operations.md").read_text()
-    section = text.split("## What a parameter change does to a live stack", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "operations" / "parameter-changes.md").read_text()
+    section = text.split("# What a parameter change does to a live stack", 1)[1].split("\n## ", 1)[0]
     for name in sam["Parameters"]:
         assert f"`{name}`" in section, (
-            f"parameter {name}: add it to the table in docs/operations.md, 'What a parameter change does to a live "
-            "stack' (what an update of it does: in place, new executions only, replacement...; issue 16)"
+            f"parameter {name}: add it to the table in docs/operations/parameter-changes.md (what an update of it "
+            "does to a live stack: in place, new executions only, replacement...; issue 16)"
         )
 
 
@@ -321,8 +321,8 @@ def test_destroy_keeps_retained_data_and_empties_only_a_dev_stack() -> None:
 
 # ---------------------------------------------------------------- 6. instance pools per model
 def test_operations_gives_a_reason_for_every_pool_member(sam: dict[str, Any]) -> None:
-    text = (ROOT / "docs" / "operations.md").read_text()
-    section = text.split("### Instance pools per model", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "operations" / "quotas.md").read_text()
+    section = text.split("## Instance pools per model", 1)[1].split("\n## ", 1)[0]
     for parameter in ("ImageInstanceTypes", "TtsInstanceTypes"):
         for instance_type in sam["Parameters"][parameter]["Default"].split(","):
             row = next((line for line in section.splitlines() if f"`{instance_type}`" in line), "")

@@ -146,7 +146,7 @@ def test_the_documented_command_is_the_one_preflight_prints() -> None:
     from omnireel_template import ROOT
 
     command = preflight.image_check_command("763104351884", "vllm", "omni-sagemaker-cuda-v1.6", "us-east-1")
-    assert command in (ROOT / "docs" / "operations.md").read_text()
+    assert command in (ROOT / "docs" / "operations" / "deploy.md").read_text()
 
 
 def test_a_dlc_image_in_another_region_is_refused_offline() -> None:

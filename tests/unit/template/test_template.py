@@ -447,10 +447,11 @@ def test_destroy_is_not_part_of_make_test() -> None:
 
 
 def test_docs_state_that_four_steps_lose_the_composition() -> None:
-    text = (ROOT / "docs" / "operations.md").read_text()
-    assert "4 steps does not keep the reference image's composition" in text
+    profiles = (ROOT / "docs" / "operations" / "deploy.md").read_text()
+    assert "4 steps does not keep the reference image's composition" in profiles
+    quotas = (ROOT / "docs" / "operations" / "quotas.md").read_text()
     for quota in [*POOLS, "ml.g6e.xlarge"]:
-        assert f"{quota} for endpoint usage" in text
+        assert f"{quota} for endpoint usage" in quotas
 
 
 def test_every_ended_execution_reaches_the_safety_net(sam: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Issue 34 item 8: one price table. Every SageMaker instance price the docs state (docs/operations.md, "Cost") is the
+"""Issue 34 item 8: one price table. Every SageMaker instance price the docs state (docs/operations/cost.md) is the
 table's (omnireel.usage.prices), and the capacity model computes with the table, so a price changed in one place is
 changed everywhere; every instance type the template offers by default has a price."""
 
@@ -11,8 +11,8 @@ from omnireel_template import ROOT, load_template
 
 
 def test_the_docs_cost_table_states_the_price_tables_figures() -> None:
-    text = (ROOT / "docs" / "operations.md").read_text()
-    section = text.split("## Cost", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "operations" / "cost.md").read_text()
+    section = text.split("# Cost", 1)[1].split("\n## ", 1)[0]
     stated = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| (ml\.[\w.]+)[^|]*\| ~\$([0-9.]+) \|", section,
                                                                     re.M)}  # fmt: skip
     assert stated and stated == ON_DEMAND_USD_PER_HOUR
