@@ -10,7 +10,7 @@ import time
 import uuid
 from typing import Any
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 
 from . import event_log
 from .errors import InfraError, UsageError

@@ -22,8 +22,8 @@ from omnireel.aws.batch_uploads import BatchUploads
 from omnireel.aws.inbox_retry import InboxRetryQueue
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.intake import BatchIntake
+from omnireel.core.s3uri import SourceVersion
 from omnireel.jobs.inbox import accept_inbox_object, wait_delay
-from omnireel.jobs.job import SourceVersion
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import InboxSettings

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from omnireel.batches.batch import MAX_BATCH_CALL_BYTES, MAX_FILE_BYTES
+from omnireel.batches.batch import MAX_FILE_BYTES
+from omnireel.core.sqs_text import MAX_BATCH_CALL_BYTES
 
 from .conftest import LocalStack
 from .helpers import JobEvents

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from tests.e2e.conftest import ROOT, LocalStack, cli_command
 from tests.e2e.helpers import LineReader, aws_client, wait_for
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
 
 from .conftest import LocalStack, start_stack, stop_stack

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 
 from .conftest import ROOT, LocalStack, cli_command
 from .helpers import LineReader, decode_mp4, drain_events_until, png_size

@@ -4,15 +4,17 @@ Folders are capabilities, so a feature is found by its folder:
 
 - ``jobs/``: the request, the job record and its lifecycle, and every use case from submission to the terminal event
   (a dropped file, the pipeline's steps, staging, cancellation, listing, the deadline);
-- ``batches/``: many requests in one submission: intake, fan-out, progress, the reconciler;
+- ``batches/``: many requests in one submission: the batch record, intake, fan-out, progress, the reconciler;
 - ``admission/``: one fair queue in front of each model endpoint: slots, who is served next, the healing schedule;
-- ``events/``: what consumers receive: the job events, ``job.image_ready``, ``batch.completed``;
+- ``events/``: what consumers receive: the event types, the job events, ``job.image_ready``, ``batch.completed``;
 - ``webhooks/``: where a delivery may go, which secret signs it, each attempt;
 - ``usage/``: per-caller accounting: the pending-jobs limit, what a job used and an estimate of its cost, the one price
   table, GET /usage;
 - ``media/``: the model containers' wire contracts: image and video requests, the reference image, output checks, the
   async notification;
-- ``core/``: shared by all of them: typed errors, bounded text, record structs, the caller scope;
+- ``core/``: the words three or more folders share: typed errors, bounded text, record structs, the caller scope, the
+  clock, job ids, S3 URIs and object versions, SQS message text (``tests/unit/domain/test_rooms.py`` keeps such words
+  here);
 - ``runtime/``: what every Lambda function's runtime shares: settings, observability, the handler decorators;
 - ``aws/``: the AWS adapters (the only place botocore is imported; boto3 is not imported at all).
 
@@ -22,10 +24,9 @@ exactly once, and fences the arrows (see ``docs/development.md``).
 
 - **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
   events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
-  ``admission.metrics``, ``admission.pool``, ``core.bounded``, ``core.caller``, ``core.errors``, ``core.records``,
-  ``core.sqs_text``, ``jobs.job``,
-  ``jobs.request``,
-  ``jobs.s3uri``, ``batches.batch``, ``events.batch_events``, ``events.job_events``, ``events.published``,
+  ``admission.metrics``, ``admission.pool``, ``core.bounded``, ``core.caller``, ``core.clock``, ``core.errors``,
+  ``core.ids``, ``core.records``, ``core.s3uri``, ``core.sqs_text``, ``jobs.job``, ``jobs.request``, ``batches.batch``,
+  ``batches.record``, ``events.batch_events``, ``events.event_types``, ``events.job_events``, ``events.published``,
   ``media.image_request``, ``media.mp4``, ``media.notification``, ``media.png``, ``media.reference_image``,
   ``media.video_request``, ``webhooks.secrets``, ``usage.limits``, ``usage.metering``, ``usage.prices``.
 - **adapters** (talk to the world outside the function; -> models and rules, adapters, ``runtime.observability``):

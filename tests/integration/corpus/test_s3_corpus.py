@@ -17,7 +17,7 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from tests.corpus.loader import CORPUS, expand, params
 from tests.integration.pipeline.harness import Context, s3_put_event
 

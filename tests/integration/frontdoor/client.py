@@ -19,7 +19,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from omnireel.events.job_events import TERMINAL_EVENT_TYPES
+from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
 
 TIMEOUT_S = 35.0

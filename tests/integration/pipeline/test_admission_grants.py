@@ -16,7 +16,8 @@ import pytest
 from moto import mock_aws
 
 from omnireel.admission.gate import Gate, PoolConfig
-from omnireel.jobs.job import Job, JobStatus, iso, now
+from omnireel.core.clock import iso, now
+from omnireel.jobs.job import Job, JobStatus
 from omnireel.jobs.request import parse_job_request
 from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
 from omnireel_template import load_template

@@ -31,8 +31,9 @@ from omnireel.batches.fanout import Fanout, LineFailure
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.progress import Progress
 from omnireel.batches.reconcile import Reconciler
+from omnireel.core.clock import now
 from omnireel.core.errors import BatchIntakeFailed
-from omnireel.jobs.job import JobStatus, now
+from omnireel.jobs.job import JobStatus
 from omnireel.jobs.outcome import finish_job
 
 REGION = "us-east-1"
@@ -331,7 +332,7 @@ def test_a_split_step_failing_on_its_last_receive_ends_the_batch_at_its_cursor(a
     s3.put_bucket_versioning(Bucket="inbox", VersioningConfiguration={"Status": "Enabled"})
     body = b'{"prompt": ""}\n' * 3
     put = s3.put_object(Bucket="inbox", Key="prompts/q.jsonl", Body=body)
-    from omnireel.jobs.job import SourceVersion
+    from omnireel.core.s3uri import SourceVersion
 
     version = SourceVersion(version_id=put["VersionId"], etag=put["ETag"].strip('"'))
     batch_id = aws["intake"].start_file_batch(

@@ -23,7 +23,7 @@ import pytest
 from omnireel.aws.batch_queue import DeadLetters
 from omnireel.batches.batch import Line
 from omnireel.batches.reconcile import Reconciler
-from omnireel.jobs.job import SourceVersion
+from omnireel.core.s3uri import SourceVersion
 from tests.integration.pipeline.test_batch_reconcile import (  # noqa: F401 - the fixture is used by name
     REGION,
     VIDEO,

@@ -31,8 +31,8 @@ from omnireel.batches.batch import Line
 from omnireel.batches.fanout import Fanout
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.progress import Progress
+from omnireel.core.s3uri import SourceVersion
 from omnireel.events.batch_events import BatchEvent
-from omnireel.jobs.job import SourceVersion
 from scripts.event_schemas import batch_schema
 
 REGION = "us-east-1"

@@ -11,9 +11,9 @@ from datetime import timedelta
 
 import pytest
 
+from omnireel.core.clock import parse_time
 from omnireel.core.errors import ExecutionNameTaken
 from omnireel.jobs import deadline
-from omnireel.jobs.job import parse_time
 from tests.integration.pipeline.harness import Context, tiny_mp4
 from tests.integration.pipeline.test_state_machine import PROMPT
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from omnireel.aws.batch_store import BATCH_ITEM, Batch, BatchStore
+from omnireel.aws.batch_store import BATCH_ITEM, BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.batches.progress import batch_view
+from omnireel.batches.record import Batch
 from omnireel.events.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
 
 from . import test_forged_deliveries

@@ -5,17 +5,18 @@ that both accept the same requests, with the same values, and refuse the rest wi
 What the oracle stands for is pydantic's side: types in strict mode, bounds, lengths, the order of the checks and the
 wording of each message. The value rules pydantic called as validators (prompt not blank, no NUL, the size's shape,
 4k+1 frames, the webhook URL's shape) were plain functions then and are the same functions now: they are imported
-from ``omnireel.jobs.request``, not copied.
+from ``omnireel.jobs.request``, not copied, and so are the webhook event types (``omnireel.events.event_types``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from omnireel.core.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.core.errors import InvalidRequest
+from omnireel.events.event_types import WEBHOOK_EVENT_TYPES, WebhookEventType
 from omnireel.jobs.request import (
     MAX_PROMPT_CHARS,
     MAX_WEBHOOK_URL_CHARS,
@@ -77,12 +78,7 @@ class VideoOptions(BaseModel):
 
 
 Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)]
-
-# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones.
-WebhookEventType = Literal[
-    "job.queued", "job.image_ready", "job.succeeded", "job.failed", "job.cancelled", "job.expired"
-]
-DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled", "job.expired")
+WebhookEvents = Annotated[list[WebhookEventType], Field(min_length=1, max_length=len(WEBHOOK_EVENT_TYPES))]
 
 
 class JobRequest(BaseModel):
@@ -99,7 +95,7 @@ class JobRequest(BaseModel):
     webhook: Annotated[str, Field(max_length=MAX_WEBHOOK_URL_CHARS)] | None = Field(
         default=None, description="https URL that receives this job's events, signed (Standard Webhooks)"
     )
-    webhook_events: Annotated[list[WebhookEventType], Field(min_length=1, max_length=6)] | None = Field(
+    webhook_events: WebhookEvents | None = Field(
         default=None,
         description="which events the webhook receives (default: job.succeeded, job.failed, job.cancelled)",
     )

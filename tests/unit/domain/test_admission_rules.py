@@ -37,8 +37,9 @@ def test_the_job_deadline_does_not_count_time_spent_waiting_within_max_queue_sec
     queue limit (on main both counted from acceptance: an hour in the queue was an hour of the deadline)."""
     from datetime import timedelta
 
+    from omnireel.core.clock import parse_time
     from omnireel.jobs.deadline import running_s
-    from omnireel.jobs.job import Job, JobStatus, parse_time
+    from omnireel.jobs.job import Job, JobStatus
     from omnireel.jobs.request import parse_job_request
 
     accepted = "2026-12-04T10:00:00.000Z"

@@ -9,7 +9,7 @@ from botocore.stub import Stubber
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.core.errors import ArtifactAccessDenied
-from omnireel.jobs.s3uri import S3Uri
+from omnireel.core.s3uri import S3Uri
 
 URI = S3Uri("artifacts", "async/7f.out")
 

@@ -9,27 +9,25 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import SqsModel
 from msgspec.structs import replace
 
+from omnireel.aws.batch_queue import CHUNK_LINES, lines_messages
 from omnireel.batches.batch import (
-    CHUNK_LINES,
-    MAX_BATCH_CALL_BYTES,
-    MAX_BATCH_CALL_ENTRIES,
     MAX_LINE_BYTES,
     MAX_LINES,
-    MAX_MESSAGE_BYTES,
     Line,
     batch_id_for,
     check_file,
     count_lines,
     line_natural_key,
-    lines_messages,
-    send_groups,
     split_lines,
 )
+from omnireel.core.clock import now
 from omnireel.core.errors import InvalidRequest
+from omnireel.core.ids import job_id_for
 from omnireel.core.records import to_json
+from omnireel.core.sqs_text import MAX_BATCH_CALL_BYTES, MAX_BATCH_CALL_ENTRIES, MAX_MESSAGE_BYTES, send_groups
 from omnireel.events.batch_events import BatchCounts, BatchEvent, BatchManifest, batch_event_id
 from omnireel.events.job_events import EventArtifacts, build_job_event, sns_message_attributes
-from omnireel.jobs.job import BatchRef, Job, JobStatus, job_id_for, now
+from omnireel.jobs.job import BatchRef, Job, JobStatus
 from omnireel.jobs.request import parse_job_request
 from scripts.event_schemas import batch_schema
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from omnireel.aws.batch_store import Batch
 from omnireel.batches.progress import batch_view
+from omnireel.batches.record import Batch
 from omnireel.jobs.job import WebhookDelivery
 from omnireel_client.models import BatchState
 

@@ -3,9 +3,10 @@ import json
 import jsonschema
 import msgspec
 
+from omnireel.core.clock import now
 from omnireel.core.records import to_json
 from omnireel.events.job_events import EventArtifacts, build_job_event
-from omnireel.jobs.job import Job, JobError, JobStatus, now
+from omnireel.jobs.job import Job, JobError, JobStatus
 from omnireel.jobs.request import parse_job_request
 from scripts.event_schemas import EVENTS, all_mismatches, schema, shape_mismatches
 
@@ -78,8 +79,9 @@ def test_events_validate_against_the_schema():
 def test_an_event_with_every_field_set_validates_against_the_schema():
     """Every optional part present (a dropped file's batch job with a webhook, all artifacts and timings), for each
     terminal status: what the functions publish, not only the defaults."""
+    from omnireel.core.s3uri import SourceVersion
     from omnireel.events.job_events import ArtifactLink
-    from omnireel.jobs.job import Artifacts, BatchRef, SourceVersion
+    from omnireel.jobs.job import Artifacts, BatchRef
 
     request = parse_job_request(
         {

@@ -13,8 +13,8 @@ import pytest
 from msgspec.structs import replace
 
 from omnireel.core.errors import MalformedModelOutput
+from omnireel.core.s3uri import S3Uri
 from omnireel.jobs.job import Job, JobStatus
-from omnireel.jobs.s3uri import S3Uri
 from omnireel.jobs.steps import finalize_video
 
 FTYP = (24).to_bytes(4, "big") + b"ftypisom" + b"\0" * 12

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 from omnireel.aws import clients
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.core.errors import InvalidRequest, SourceVersionGone
-from omnireel.jobs.job import SourceVersion
+from omnireel.core.s3uri import SourceVersion
 
 VERSIONED = SourceVersion(version_id="3HL4kqtJvjVBH40Nrjfkd", etag="0123456789abcdef0123456789abcdef")
 UNVERSIONED = SourceVersion(version_id=None, etag="0123456789abcdef0123456789abcdef")

@@ -1,6 +1,7 @@
 import pytest
 
-from omnireel.jobs.job import Job, JobStatus, allowed_sources, fingerprint, job_id_for
+from omnireel.core.ids import job_id_for
+from omnireel.jobs.job import Job, JobStatus, allowed_sources, fingerprint
 from omnireel.jobs.request import parse_job_request
 
 

@@ -7,6 +7,7 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
+from omnireel.events.event_types import WEBHOOK_EVENT_TYPES
 from omnireel.jobs.request import ImageOptions, JobRequest, VideoOptions, parse_job_request
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[3] / "docs" / "openapi.yaml").read_text())
@@ -41,3 +42,11 @@ def test_examples_are_valid_requests():
     examples = SPEC["paths"]["/jobs"]["post"]["requestBody"]["content"]["application/json"]["examples"]
     for example in examples.values():
         parse_job_request(example["value"])
+
+
+def test_documented_webhook_events_are_the_event_types():
+    """Issue 36: the event types are defined once (``omnireel.events.event_types``); the document lists them all, in
+    order, and bounds the list by their number, as the request check does."""
+    documented = SCHEMAS["JobRequest"]["properties"]["webhook_events"]
+    assert documented["items"]["enum"] == list(WEBHOOK_EVENT_TYPES)
+    assert documented["maxItems"] == len(WEBHOOK_EVENT_TYPES)

@@ -9,7 +9,7 @@ from moto import mock_aws
 
 from omnireel.aws import clients
 from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.jobs.s3uri import S3Uri
+from omnireel.core.s3uri import S3Uri
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from omnireel.batches.batch import Line, compact_json, lines_messages, utf8_size
-from omnireel.core.sqs_text import sqs_safe_json
+from omnireel.aws.batch_queue import lines_messages
+from omnireel.batches.batch import Line
+from omnireel.core.sqs_text import compact_json, sqs_safe_json, utf8_size
 from omnireel_local.patches.sqs_sns import sqs_disallowed_character
 
 REFUSED_BY_SQS = ["\ufffe", "\uffff", "\ud800", "\udfff"]

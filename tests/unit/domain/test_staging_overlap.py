@@ -31,7 +31,7 @@ class Artifacts_:
         self.puts: list[str] = []
 
     def put(self, key: str, body: bytes, content_type: str) -> Any:
-        from omnireel.jobs.s3uri import S3Uri
+        from omnireel.core.s3uri import S3Uri
 
         self.puts.append(key)
         return S3Uri("artifacts", key)

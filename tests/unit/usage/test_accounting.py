@@ -16,8 +16,9 @@ from moto import mock_aws
 from omnireel.aws import clients
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.usage_store import UsageStore, day_key
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import InvalidRequest, JobConflict, TooManyPendingJobs
-from omnireel.jobs.job import JobStatus, iso, now
+from omnireel.jobs.job import JobStatus
 from omnireel.jobs.request import parse_job_request
 from omnireel.jobs.submission import submit_job
 from omnireel.usage import heal as heal_module

@@ -25,9 +25,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from omnireel.admission.pool import KINDS, Kind, Pool, WaitingEntry, caller_key, capacity_of, entry_key, next_callers
+from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.errors import JobConflict, JobNotFound
 from omnireel.events.job_events import QueuePosition, build_queued_event
-from omnireel.jobs.job import Job, JobStatus, iso, now, parse_time
+from omnireel.jobs.job import Job, JobStatus
 from omnireel.runtime.observability import logger
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from datetime import timedelta
 from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import ArtifactAccessDenied
-from omnireel.jobs.job import iso, now
-from omnireel.jobs.s3uri import S3Uri
+from omnireel.core.s3uri import S3Uri
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 _DENIED = {"403", "AccessDenied", "Forbidden"}

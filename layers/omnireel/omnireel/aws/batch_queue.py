@@ -7,7 +7,12 @@ from functools import cached_property
 from typing import Any
 
 from omnireel.aws.clients import client
-from omnireel.batches.batch import Line, lines_messages, send_groups
+from omnireel.batches.batch import Line
+from omnireel.core.sqs_text import MAX_MESSAGE_BYTES, compact_json, send_groups, utf8_size
+
+# A queue message carries at most this many lines (bounded work per BatchSubmit record) and at most SQS's
+# ``MAX_MESSAGE_BYTES`` (``omnireel.core.sqs_text``).
+CHUNK_LINES = 25
 
 
 class BatchQueue:
@@ -29,8 +34,8 @@ class BatchQueue:
     def send_lines(
         self, batch_id: str, lines: list[Line], *, attempt: int = 0, delay_s: int = 0, queued_at: int | None = None
     ) -> None:
-        """The lines as messages sized by their encoded bytes (``batch.lines_messages``), sent ten at a time within
-        SendMessageBatch's 1 MiB (``batch.send_groups``); any entry SQS refuses is raised, so the caller's message is
+        """The lines as messages sized by their encoded bytes (``lines_messages``), sent ten at a time within
+        SendMessageBatch's 1 MiB (``sqs_text.send_groups``); any entry SQS refuses is raised, so the caller's message is
         retried (duplicated chunks are harmless: every line's job is idempotent). ``queued_at`` (epoch seconds): when
         the lines were first queued, carried through backpressure re-queues so the deferral can be bounded."""
         envelope: dict[str, object] = {"kind": "lines", "batch_id": batch_id, "attempt": attempt}
@@ -44,6 +49,37 @@ class BatchQueue:
             if result.get("Failed"):
                 failed = result["Failed"][0]
                 raise RuntimeError(f"SQS refused a batch chunk: {failed.get('Code')} {failed.get('Message')}")
+
+
+def lines_messages(envelope: dict[str, object], lines: list[Line]) -> list[str]:
+    """Queue message bodies for ``lines``: ``envelope`` plus a ``lines`` array, each body at most ``CHUNK_LINES``
+    lines and ``MAX_MESSAGE_BYTES`` of UTF-8 (measured, not estimated). A line that cannot fit even alone (only a line
+    that is not JSON can: raw control characters take 6 bytes escaped) travels as an error line naming its size, so it
+    becomes a failed job with that reason instead of a message SQS refuses."""
+    head = compact_json({**envelope, "lines": []})
+    assert head.endswith("[]}")
+    prefix, suffix = head[:-2], "]}"
+    fixed = utf8_size(prefix) + utf8_size(suffix)
+    bodies: list[str] = []
+    current: list[str] = []
+    size = fixed
+    for line in lines:
+        encoded = compact_json(line.as_message())
+        cost = utf8_size(encoded)
+        if fixed + cost > MAX_MESSAGE_BYTES:
+            oversized = Line(line.number, None, f"the line takes {cost} bytes as a queue message (at most "
+                             f"{MAX_MESSAGE_BYTES - fixed} fit)")  # fmt: skip
+            encoded = compact_json(oversized.as_message())
+            cost = utf8_size(encoded)
+        separator = 1 if current else 0
+        if current and (len(current) >= CHUNK_LINES or size + separator + cost > MAX_MESSAGE_BYTES):
+            bodies.append(prefix + ",".join(current) + suffix)
+            current, size, separator = [], fixed, 0
+        current.append(encoded)
+        size += separator + cost
+    if current:
+        bodies.append(prefix + ",".join(current) + suffix)
+    return bodies
 
 
 class DeadLetters:

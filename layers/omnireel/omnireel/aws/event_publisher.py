@@ -11,12 +11,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from omnireel.aws.clients import client
 from omnireel.aws.dynamodb_values import to_attributes
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import PublishFailed
 from omnireel.core.records import to_json
 from omnireel.events.batch_events import BatchEvent
 from omnireel.events.job_events import EVENT_SOURCE, ImageReadyEvent, JobEvent, QueuedEvent, sns_message_attributes
 from omnireel.events.published import published_attribute
-from omnireel.jobs.job import iso, now
 
 BATCH_ITEM = "batch"  # omnireel.aws.batch_store: the batch record's sort key
 

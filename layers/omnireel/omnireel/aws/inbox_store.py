@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from omnireel.aws.clients import client
 from omnireel.core.errors import InvalidRequest, SourceVersionGone
-from omnireel.jobs.job import SourceVersion
+from omnireel.core.s3uri import SourceVersion
 from omnireel.runtime.observability import logger
 
 # S3's answers when the version an event names is no longer there: the version was deleted (NoSuchVersion; NoSuchKey

@@ -18,18 +18,10 @@ from omnireel.aws.usage_store import (
     counter_increment,
     day_update,
 )
+from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.errors import JobConflict, JobNotFound, TooManyPendingJobs
 from omnireel.core.records import to_dict, to_json
-from omnireel.jobs.job import (
-    OPEN_SHARDS,
-    Job,
-    JobStatus,
-    allowed_sources,
-    iso,
-    now,
-    open_shard_for,
-    parse_time,
-)
+from omnireel.jobs.job import OPEN_SHARDS, Job, JobStatus, allowed_sources, open_shard_for
 from omnireel.jobs.request import JobRequest
 from omnireel.usage.metering import Metering, UsageRecord, job_usage
 

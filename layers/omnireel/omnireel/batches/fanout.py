@@ -36,16 +36,18 @@ from urllib.parse import urlsplit
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.batch_queue import BatchQueue
-from omnireel.aws.batch_store import Batch, BatchStore
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.batches.batch import MAX_FILE_BYTES, SPLIT_STEP_BYTES, Line, line_natural_key, split_lines
 from omnireel.batches.progress import Progress
+from omnireel.batches.record import Batch
 from omnireel.core.bounded import bounded
 from omnireel.core.errors import InvalidRequest, SourceVersionGone, TooManyPendingJobs
-from omnireel.jobs.job import BatchRef, JobError, JobStatus, job_id_for
+from omnireel.core.ids import job_id_for
+from omnireel.jobs.job import BatchRef, JobError, JobStatus
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job

@@ -15,11 +15,14 @@ import time
 from typing import Any
 
 from omnireel.aws.batch_queue import BatchQueue
-from omnireel.aws.batch_store import Batch, BatchStore
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.batch import MAX_API_JOBS, MAX_FILE_BYTES, MAX_LINE_BYTES, Line, batch_id_for, check_file
+from omnireel.batches.record import Batch
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import BatchIntakeFailed, IdempotencyConflict, InvalidRequest
-from omnireel.jobs.job import SourceVersion, iso, new_job_id, now
+from omnireel.core.ids import new_job_id
+from omnireel.core.s3uri import SourceVersion
 
 
 class BatchIntake:

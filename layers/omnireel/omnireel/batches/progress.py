@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from omnireel.aws.artifact_store import ArtifactStore
-from omnireel.aws.batch_store import COUNTED_AS, TERMINAL_COUNTERS, Batch, BatchStore
+from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.event_publisher import EventPublisher
+from omnireel.batches.record import COUNTED_AS, TERMINAL_COUNTERS, Batch
+from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.records import to_dict
+from omnireel.core.s3uri import S3Uri
 from omnireel.events.batch_events import BatchEvent, BatchManifest, batch_event_id
-from omnireel.jobs.job import iso, now, parse_time
-from omnireel.jobs.s3uri import S3Uri
 from omnireel.runtime.observability import logger
 
 # A claimed, unpublished completion younger than this is left to its claimant (batch_reconcile and the visibility

@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from omnireel.aws.batch_queue import DeadLetters
-from omnireel.aws.batch_store import BATCH_ITEM, COUNTED_AS, TERMINAL_COUNTERS, Batch, BatchStore
+from omnireel.aws.batch_store import BATCH_ITEM, BatchStore
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.batches.batch import MAX_FILE_BYTES, Line, split_lines
 from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_job, reject_line
 from omnireel.batches.progress import Progress
-from omnireel.jobs.job import iso, now, parse_time
+from omnireel.batches.record import COUNTED_AS, TERMINAL_COUNTERS, Batch
+from omnireel.core.clock import iso, now, parse_time
 from omnireel.runtime.observability import logger
 
 # A batch with unrecorded lines is taken for lost only after this much silence at least: several backpressure

@@ -18,8 +18,8 @@ from datetime import timedelta
 
 from omnireel.aws.batch_uploads import BatchUploads, Upload
 from omnireel.batches.batch import MAX_FILE_BYTES, batch_id_for
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import InvalidRequest
-from omnireel.jobs.job import iso, now
 
 UPLOADS_PREFIX = "prompts/uploads/"
 UPLOAD_SECONDS = 900  # 15 minutes to start the PUT (S3 checks the expiry when the request arrives)

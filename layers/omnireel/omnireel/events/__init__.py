@@ -1,1 +1,1 @@
-"""Events for consumers: the job events, progress events and the batch.completed event."""
+"""Events for consumers: their types, the job events, progress events and the batch.completed event."""

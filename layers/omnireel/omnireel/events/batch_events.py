@@ -11,7 +11,8 @@ from typing import Literal
 
 import msgspec
 
-from omnireel.jobs.job import SourceVersion, job_id_for
+from omnireel.core.ids import job_id_for
+from omnireel.core.s3uri import SourceVersion
 
 
 class BatchCounts(msgspec.Struct, kw_only=True):

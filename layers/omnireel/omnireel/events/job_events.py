@@ -9,11 +9,15 @@ contract: tests check that the fields here are the schema's and that the events 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, cast
 
 import msgspec
 
-from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus, SourceVersion, iso, job_id_for
+from omnireel.core.clock import iso
+from omnireel.core.ids import job_id_for
+from omnireel.core.s3uri import SourceVersion
+from omnireel.events.event_types import TerminalEventType
+from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus
 from omnireel.jobs.request import JobRequest
 from omnireel.usage.metering import usage_view
 
@@ -22,10 +26,6 @@ if TYPE_CHECKING:
 
 EVENT_VERSION: Literal[1] = 1
 TerminalStatus = Literal["succeeded", "failed", "cancelled", "expired"]
-TerminalEventType = Literal["job.succeeded", "job.failed", "job.cancelled", "job.expired"]
-# The event types that end a job: exactly one per job. Every other job event (job.image_ready, job.queued) reports
-# progress; a consumer waiting for a job's outcome waits for one of these, never for "anything but image_ready".
-TERMINAL_EVENT_TYPES: frozenset[str] = frozenset(get_args(TerminalEventType))
 EVENT_SOURCE = "omnireel"
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.core.clock import iso, now
+from omnireel.core.s3uri import S3Uri
 from omnireel.events.job_events import ArtifactLink, ImageReadyEvent, build_image_ready_event
-from omnireel.jobs.job import JobStatus, iso, now
-from omnireel.jobs.s3uri import S3Uri
+from omnireel.jobs.job import JobStatus
 
 
 def publish_image_ready(

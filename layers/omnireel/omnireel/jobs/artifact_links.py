@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.core.records import to_dict
+from omnireel.core.s3uri import S3Uri
 from omnireel.events.job_events import ArtifactLink, EventArtifacts
 from omnireel.jobs.job import Job
-from omnireel.jobs.s3uri import S3Uri
 
 
 def artifact_links(job: Job, artifacts: ArtifactStore, seconds: int) -> EventArtifacts:

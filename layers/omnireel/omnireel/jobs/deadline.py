@@ -23,8 +23,9 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.errors import JobDeadlineExceeded, OmnireelError, WorkflowNotStarted
-from omnireel.jobs.job import Job, JobStatus, iso, now, parse_time
+from omnireel.jobs.job import Job, JobStatus
 from omnireel.jobs.outcome import finish_job
 from omnireel.runtime.observability import logger
 

@@ -15,7 +15,9 @@ from omnireel.batches.intake import BatchIntake
 from omnireel.batches.uploads import UPLOADS_PREFIX, upload_of
 from omnireel.core.bounded import bounded
 from omnireel.core.errors import InvalidRequest, SourceVersionGone, TooManyPendingJobs
-from omnireel.jobs.job import JobError, JobStatus, SourceVersion, job_id_for
+from omnireel.core.ids import job_id_for
+from omnireel.core.s3uri import SourceVersion
+from omnireel.jobs.job import JobError, JobStatus
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import JobRequest, parse_job_request, parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job

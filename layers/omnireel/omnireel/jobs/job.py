@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
 
@@ -22,6 +21,8 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from omnireel.core.bounded import bounded
+from omnireel.core.clock import parse_time
+from omnireel.core.s3uri import SourceVersion
 from omnireel.jobs.request import JobRequest
 from omnireel.usage.metering import Metering, UsageRecord
 
@@ -104,6 +105,23 @@ class Artifacts(msgspec.Struct, kw_only=True):
     video: str | None = None
 
 
+# Where a job's artifacts are written in the artifacts bucket.
+def job_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/"
+
+
+def image_key(job_id: str) -> str:
+    return f"{job_prefix(job_id)}image.png"
+
+
+def video_request_key(job_id: str) -> str:
+    return f"{job_prefix(job_id)}video-request.multipart"
+
+
+def video_key(job_id: str) -> str:
+    return f"{job_prefix(job_id)}video.mp4"
+
+
 class AsyncInvocation(msgspec.Struct, kw_only=True):
     """What SageMaker said when it accepted the async video request."""
 
@@ -124,13 +142,6 @@ class WebhookDelivery(msgspec.Struct, kw_only=True):
     last_attempt_at: str
     delivered_at: str | None = None  # when the consumer answered 2xx
     refused: bool = False  # the target was refused at delivery (SSRF checks): no retry
-
-
-class SourceVersion(msgspec.Struct, frozen=True, kw_only=True):
-    """The exact S3 object version a dropped file's job was read from (as the S3 event named it)."""
-
-    version_id: str | None = None  # S3 versionId; null when the bucket is not versioned
-    etag: str | None = None  # the object's ETag, as the S3 event carried it
 
 
 class BatchRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -197,31 +208,6 @@ class Job(msgspec.Struct, kw_only=True):
             "video_queue_and_render_s": span(JobStatus.RENDERING_VIDEO, JobStatus.SUCCEEDED.value),
             "total_s": span(JobStatus.ACCEPTED, finished),
         }
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-# Job ids are UUIDs: <= 64 chars (SageMaker InferenceId) and valid Step Functions execution names.
-_NAMESPACE = uuid.UUID("3f7c9d52-8a0e-4a55-9c3e-2f8f0f7d6a11")
-
-
-def new_job_id() -> str:
-    return str(uuid.uuid4())
-
-
-def job_id_for(natural_key: str) -> str:
-    """A stable job id for a natural key (Idempotency-Key + caller, or an S3 object version)."""
-    return str(uuid.uuid5(_NAMESPACE, natural_key))
 
 
 def new_execution_name(job_id: str) -> str:

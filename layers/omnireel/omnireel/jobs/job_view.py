@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.core.clock import now
 from omnireel.core.errors import JobNotFound
 from omnireel.core.records import to_dict
+from omnireel.events.event_types import DEFAULT_WEBHOOK_EVENTS
 from omnireel.events.job_events import QueuePosition, build_job_event
 from omnireel.jobs.artifact_links import artifact_links
-from omnireel.jobs.job import Job, now
-from omnireel.jobs.request import DEFAULT_WEBHOOK_EVENTS
+from omnireel.jobs.job import Job
 from omnireel.usage.metering import usage_view
 
 

@@ -7,11 +7,12 @@ from typing import Any
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.core.clock import now
 from omnireel.core.errors import JobConflict, decode_step_failure
 from omnireel.core.records import to_dict
 from omnireel.events.job_events import JobEvent, build_job_event
 from omnireel.jobs.artifact_links import artifact_links
-from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus, now
+from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus
 from omnireel.runtime.observability import logger
 
 

@@ -15,28 +15,18 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
 from omnireel.core.bounded import MAX_ECHO_CHARS, bounded
 from omnireel.core.errors import InvalidRequest
+from omnireel.events.event_types import DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES
 
 MAX_PROMPT_CHARS = 2000
 _SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 
-# Events a webhook may ask for; without ``webhook_events`` a webhook receives the terminal ones. Issue 34 added
-# ``job.queued`` (progress: the job waits for a slot) and ``job.expired`` (terminal: never admitted within its
-# max_queue_seconds). A request that lists its events gets only those: a list without job.expired does not hear of a
-# job that never started (GET /jobs/{id} and the job-events topic still say it).
-WebhookEventType = Literal[
-    "job.queued", "job.image_ready", "job.succeeded", "job.failed", "job.cancelled", "job.expired"
-]
-WEBHOOK_EVENT_TYPES: tuple[str, ...] = (
-    "job.queued", "job.image_ready", "job.succeeded", "job.failed", "job.cancelled", "job.expired"
-)  # fmt: skip
-DEFAULT_WEBHOOK_EVENTS: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled", "job.expired")
 MAX_WEBHOOK_URL_CHARS = 2048
 DEFAULT_MAX_QUEUE_SECONDS = 3600  # a job not admitted within an hour ends expired (docs/capacity.md)
 MAX_QUEUE_SECONDS = 86400

@@ -16,9 +16,9 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.job_store import JobStore
 from omnireel.core.errors import JobConflict
 from omnireel.core.records import to_dict
-from omnireel.jobs.job import JobStatus
+from omnireel.core.s3uri import S3Uri
+from omnireel.jobs.job import JobStatus, video_request_key
 from omnireel.jobs.request import JobRequest
-from omnireel.jobs.s3uri import S3Uri, video_request_key
 from omnireel.jobs.steps import require_request, side_thread
 from omnireel.media.reference_image import VideoReference, prepare_video_reference
 from omnireel.media.video_request import VideoRequestBody, build_video_request

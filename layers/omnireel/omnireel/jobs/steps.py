@@ -18,6 +18,7 @@ from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import TaskCallbacks
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import (
     JobConflict,
     MalformedModelOutput,
@@ -27,11 +28,11 @@ from omnireel.core.errors import (
     VideoTimedOut,
 )
 from omnireel.core.records import to_dict
+from omnireel.core.s3uri import S3Uri
 from omnireel.events.progress import publish_image_ready
-from omnireel.jobs.job import Job, JobStatus, iso, now
+from omnireel.jobs.job import Job, JobStatus, image_key, video_key
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import JobRequest
-from omnireel.jobs.s3uri import S3Uri, image_key, video_key
 from omnireel.media.image_request import image_request_body
 from omnireel.media.mp4 import BLOCK_BYTES, block_reader, check_mp4_boxes
 from omnireel.media.notification import AsyncInferenceNotification, InvocationStatus

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
+from omnireel.core.clock import iso, now
 from omnireel.core.errors import IdempotencyConflict
-from omnireel.jobs.job import (
-    BatchRef,
-    Job,
-    JobError,
-    JobStatus,
-    SourceVersion,
-    fingerprint,
-    iso,
-    job_id_for,
-    new_execution_name,
-    new_job_id,
-    now,
-)
+from omnireel.core.ids import job_id_for, new_job_id
+from omnireel.core.s3uri import SourceVersion
+from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus, fingerprint, new_execution_name
 from omnireel.jobs.request import JobRequest
 from omnireel.usage.limits import counted_as
 

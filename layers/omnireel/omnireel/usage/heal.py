@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.usage_store import UsageStore
-from omnireel.jobs.job import iso, now
+from omnireel.core.clock import iso, now
 from omnireel.runtime.observability import logger
 
 QUIET_S = 60

@@ -30,9 +30,9 @@ from typing import Any
 
 from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.job_store import JobStore
+from omnireel.core.clock import iso
 from omnireel.core.errors import OmnireelError, SigningKeyUnavailable
 from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery, record_kind
-from omnireel.jobs.job import iso
 from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.webhooks.delivery import AttemptResult, post, signed_headers
 from omnireel.webhooks.target import (

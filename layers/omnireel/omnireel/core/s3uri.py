@@ -1,9 +1,11 @@
-"""S3 URIs (s3://bucket/key) and the artifact layout of a job."""
+"""S3 URIs (``s3://bucket/key``), as records, events and the model endpoints name objects, and object versions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
+
+import msgspec
 
 
 @dataclass(frozen=True)
@@ -25,17 +27,8 @@ class S3Uri:
         return f"s3://{self.bucket}/{self.key}"
 
 
-def job_prefix(job_id: str) -> str:
-    return f"jobs/{job_id}/"
+class SourceVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """The exact S3 object version a dropped file's job was read from (as the S3 event named it)."""
 
-
-def image_key(job_id: str) -> str:
-    return f"{job_prefix(job_id)}image.png"
-
-
-def video_request_key(job_id: str) -> str:
-    return f"{job_prefix(job_id)}video-request.multipart"
-
-
-def video_key(job_id: str) -> str:
-    return f"{job_prefix(job_id)}video.mp4"
+    version_id: str | None = None  # S3 versionId; null when the bucket is not versioned
+    etag: str | None = None  # the object's ETag, as the S3 event carried it
