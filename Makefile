@@ -34,7 +34,7 @@ export UV_PYTHON_DOWNLOADS := never
 UV_INSTALL  := $(UV) pip install --quiet --require-hashes --no-deps
 UV_SYNC     := $(UV) pip sync --quiet --require-hashes
 
-.PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli uv envs lock checkov lint test test-unit test-integration test-e2e test-scale test-durations demo build validate clean destroy bench smoke relay-image preflight deploy
+.PHONY: help venv emulator-venv dev-venv sam-venv checkov-venv aws-cli uv envs lock checkov lint test test-unit test-integration test-e2e test-scale test-durations demo build validate clean destroy bench smoke relay-image preflight deploy docs
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -225,6 +225,12 @@ test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## l
 	 if [ $$waits -ne 0 ]; then echo "make test: the waiting lane failed (exit $$waits; output above)" >&2; fi; \
 	 if [ $$tests -ne 0 ]; then echo "make test: pytest failed (exit $$tests)" >&2; fi; \
 	 [ $$lint -eq 0 ] && [ $$waits -eq 0 ] && [ $$tests -eq 0 ]
+
+# docs/cli.md is generated from the CLI's parser (cli/omnireel_cli/reference.py); tests/unit/docs/test_cli_reference.py
+# fails when it is stale.
+docs: $(STAMP) ## regenerate docs/cli.md from the omnireel CLI's parser
+	@$(PY) -m omnireel_cli.reference docs/cli.md
+	@echo "==> docs/cli.md"
 
 demo: $(STAMP) $(EMU_STAMP) ## start the local stack and run one prompt -> image -> video job
 	@$(VENV)/bin/omnireel demo
