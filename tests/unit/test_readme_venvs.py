@@ -1,5 +1,6 @@
-"""The README's "Virtual environments" paragraph names every venv the Makefile builds, and `make demo` / `make test`
-build every venv they use without the reader running anything else (issue 26 item 5)."""
+"""The "Virtual environments" paragraph (docs/development.md, moved from the README by issue 36) names every venv the
+Makefile builds, and `make demo` / `make test` build every venv they use without the reader running anything else
+(issue 26 item 5)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ def makefile_venvs() -> set[str]:
     return set(re.findall(r"^\w*VENV\s*:=\s*(\.venv[\w-]*)\s*$", _makefile(), re.M))
 
 
-def readme_venvs() -> set[str]:
-    readme = (ROOT / "README.md").read_text()
-    paragraph = readme[readme.index("**Virtual environments.**") :].split("\n\n", 1)[0]
+def documented_venvs() -> set[str]:
+    doc = (ROOT / "docs" / "development.md").read_text()
+    paragraph = doc[doc.index("**Virtual environments.**") :].split("\n\n", 1)[0]
     return set(re.findall(r"`(\.venv[\w-]*)`", paragraph))
 
 
@@ -52,9 +53,9 @@ def _stamp_dirs(stamps: set[str]) -> set[str]:
     return out
 
 
-def test_the_readme_names_every_venv_the_makefile_builds() -> None:
+def test_the_docs_name_every_venv_the_makefile_builds() -> None:
     assert makefile_venvs() >= {".venv", ".venv-sam"}  # the reader sees the Makefile's definitions
-    assert readme_venvs() == makefile_venvs()
+    assert documented_venvs() == makefile_venvs()
 
 
 def test_make_demo_and_make_test_build_every_venv_they_use() -> None:
