@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submit-concurrency", type=int, default=5)
     parser.add_argument("--scale", type=float, default=0.05)
     parser.add_argument("--timeout", type=float, default=2400, help="bound on the run after the PUT")
-    parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument("--out", default=None, help="default docs/benchmarks/batch.md; '-' = print only")
     args = parser.parse_args(argv)
     began = time.monotonic()
     params = {
@@ -171,7 +171,7 @@ sample's x {args.scale:g}, video endpoint 2 concurrent invocations.
 Locally the run is CPU-bound (2 cores for moto, the Lambda workers and the emulators), like `bench/load.py`; on AWS
 the bound is the GPU pools (docs/capacity.md: a 10,000-prompt batch at the default pools).
 """
-    emit("batch", text, args.out if args.out is not None else str(REPO / "docs" / "benchmarks.md"))
+    emit("batch", text, args.out if args.out is not None else str(REPO / "docs" / "benchmarks" / "batch.md"))
     ok = lines_ok and one_each and bad_ok and completed_events == 1 and peak <= args.in_flight
     return 0 if ok else 1
 

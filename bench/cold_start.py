@@ -1,6 +1,7 @@
 """Cold-start proxy per Lambda function: module import time of functions/<name>/handler.py, and package size.
 
-    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--nopyc] [--instructions] [--out docs/benchmarks.md|-]
+    .venv/bin/python bench/cold_start.py [--quick] [--runs 7] [--nopyc] [--instructions]
+        [--out docs/benchmarks/cold-start.md|-]
 
 The yardstick is measured side by side in the same run: the smallest useful Lambda, ``import boto3`` plus creating one
 client (``boto3.client("s3")``), in the same kind of fresh interpreter with the same layer. Each function's import is
@@ -245,7 +246,11 @@ def main() -> None:
     if args.instructions and not shutil.which("valgrind"):
         parser.error("--instructions needs valgrind on PATH (apt-get install valgrind)")
     runs = args.runs or (3 if args.quick else 7)
-    out = args.out if args.out is not None else ("-" if args.quick else str(REPO / "docs" / "benchmarks.md"))
+    out = (
+        args.out
+        if args.out is not None
+        else ("-" if args.quick else str(REPO / "docs" / "benchmarks" / "cold-start.md"))
+    )
     started = time.perf_counter()
     build_note = ensure_build()
 

@@ -1,6 +1,6 @@
 """First-run set-up of every environment `make test` needs, pip (before issue 35) vs uv, side by side in one run.
 
-    python3 bench/env_setup.py [--repo PATH] [--out docs/benchmarks.md|-] [--keep]
+    python3 bench/env_setup.py [--repo PATH] [--out docs/benchmarks/env-setup.md|-] [--keep]
 
 Two fresh clones of the same repository: one at the last commit whose Makefile installed with pip (the parent of the
 commit that added requirements/lock/), one at HEAD (uv from the locks, the environments in parallel). Each runs what a
@@ -63,7 +63,7 @@ def arm(repo: str, rev: str, targets: list[str], workdir: Path, name: str, env: 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=str(REPO))
-    parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument("--out", default=None, help="default docs/benchmarks/env-setup.md; '-' = print only")
     parser.add_argument("--keep", action="store_true", help="keep the clones")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="omnireel-env-setup-"))
@@ -114,7 +114,7 @@ def main() -> int:
             ),
         ]
     )
-    emit("env_setup", text, args.out or str(REPO / "docs" / "benchmarks.md"))
+    emit("env_setup", text, args.out or str(REPO / "docs" / "benchmarks" / "env-setup.md"))
     return 0
 
 

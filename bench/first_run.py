@@ -1,7 +1,7 @@
 """Clone -> first MP4: a fresh clone, `make demo` (venv installs + local stack + one job), timed per phase; then the
 size of every venv a developer ends up with.
 
-    .venv/bin/python bench/first_run.py [--repo PATH] [--out docs/benchmarks.md|-] [--keep] [--quick]
+    .venv/bin/python bench/first_run.py [--repo PATH] [--out docs/benchmarks/first-run.md|-] [--keep] [--quick]
 
 The same as a newcomer's `git clone <repo> x && cd x && time make demo`, with the phases read from make's own
 progress lines: .venv (create, pinned install, editable CLI), .venv-emulator (create, PyAV + numpy), then
@@ -92,7 +92,7 @@ def _span(marks: dict[str, float], start: str, end: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=str(REPO), help="what to clone (default: this checkout's repository)")
-    parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument("--out", default=None, help="default docs/benchmarks/first-run.md; '-' = print only")
     parser.add_argument("--keep", action="store_true", help="keep the clone")
     parser.add_argument("--quick", action="store_true", help="skip the SAM, checkov and AWS CLI venvs")
     args = parser.parse_args()
@@ -190,7 +190,7 @@ def main() -> int:
             + ".",
         ]
     )
-    emit("first_run", text, args.out or str(REPO / "docs" / "benchmarks.md"))
+    emit("first_run", text, args.out or str(REPO / "docs" / "benchmarks" / "first-run.md"))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Load: hundreds of concurrent jobs through the embedded local stack, model times in the AWS sample's proportion.
 
-    .venv-dev/bin/python bench/load.py [--jobs 300] [--scale 0.05] [--video-concurrency 2] [--out docs/benchmarks.md|-]
+    .venv-dev/bin/python bench/load.py [--jobs 300] [--scale 0.05] [--video-concurrency 2]
+        [--out docs/benchmarks/load.md|-]
 
 One isolated local stack; the emulators take the AWS sample's image 4.7 s : video 8.9 s x ``--scale``; the async
 video endpoint runs ``--video-concurrency`` requests at a time (``VideoMaxConcurrentInvocationsPerInstance``, one
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--video-concurrency", type=int, default=2)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=480, help="bound on the whole run after submission")
-    parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument("--out", default=None, help="default docs/benchmarks/load.md; '-' = print only")
     args = parser.parse_args(argv)
     began = time.monotonic()
     rng = random.Random(args.seed)
@@ -151,7 +152,7 @@ Where the time goes (mean per job, {total_mean:.2f} s from submit to event):
 
 {table(["component", "mean s", "share"], share_rows)}
 """
-    emit("load", text, args.out or str(REPO / "docs" / "benchmarks.md"))
+    emit("load", text, args.out or str(REPO / "docs" / "benchmarks" / "load.md"))
     return 0
 
 

@@ -279,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model-samples", type=int, default=2, help="rounds of direct emulator calls (model time)")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
+    parser.add_argument(
+        "--out", default=None, help="default docs/benchmarks/orchestration-overhead.md; '-' = print only"
+    )
     args = parser.parse_args(argv)
     if args.video_variation and args.concurrency != 1:
         parser.error("--video-variation sets the video time per pair: it needs --concurrency 1")
@@ -497,7 +499,7 @@ the model time taken out, so they carry its measurement noise):
 
 {table(["hop", "p50 s", "p90", "mean"], hop_rows)}
 """
-    emit("orchestration_overhead", text, args.out or str(REPO / "docs" / "benchmarks.md"))
+    emit("orchestration_overhead", text, args.out or str(REPO / "docs" / "benchmarks" / "orchestration-overhead.md"))
     return 0
 
 

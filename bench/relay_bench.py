@@ -4,7 +4,7 @@
 
 The relay runs as its own process (``python -m omnireel_relay``) pinned to CPU 0; the fake vLLM-Omni upstream
 (tests/unit/relay/fake_tts_upstream.py) and the clients run in this process, pinned to the other CPUs. Loopback only.
-Results replace the 'relay' section of docs/benchmarks.md (``--out FILE`` for another file).
+Results replace the 'relay' section of docs/benchmarks/relay.md (``--out FILE`` for another file).
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ if __name__ == "__main__":
     parser.add_argument("--ttfa-runs", type=int, default=200)
     parser.add_argument("--streams", default="200,400")
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--out", default=str(REPO / "docs" / "benchmarks.md"))
+    parser.add_argument("--out", default=str(REPO / "docs" / "benchmarks" / "relay.md"))
     parser.add_argument("--serve-fake", help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve_fake:

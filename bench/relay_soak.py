@@ -1,6 +1,7 @@
 """Relay soak: many 5-minute voice sessions through the REAL relay process to the REAL uvicorn-served emulator.
 
-    .venv/bin/python bench/relay_soak.py [--sessions 50] [--minutes 5] [--rtf 1] [--out docs/benchmarks.md | -]
+    .venv/bin/python bench/relay_soak.py [--sessions 50] [--minutes 5] [--rtf 1]
+        [--out docs/benchmarks/relay-soak.md | -]
 
 Each session speaks for ``--minutes``: utterances of 40-1000 characters (every third session includes ~70 s
 utterances, i.e. more than 60 s of audio each), alternately sent after the previous one finished (their time to
@@ -11,7 +12,7 @@ resident memory is sampled every 5 s; its own TTFA figures come from its "sessio
 
 The emulator paces PCM at ``--rtf`` x real time (1 = real time, as a model would stream) and synthesises each
 utterance before its first chunk (so its TTFA grows with the utterance length, unlike a streaming model).
-Results replace the ``relay-soak`` section of docs/benchmarks.md.
+Results replace the ``relay-soak`` section of docs/benchmarks/relay-soak.md.
 """
 
 from __future__ import annotations
@@ -303,6 +304,6 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--rtf", type=float, default=1.0, help="emulator PCM pacing, x real time")
-    parser.add_argument("--out", default=str(REPO / "docs" / "benchmarks.md"), help="'-' prints only")
+    parser.add_argument("--out", default=str(REPO / "docs" / "benchmarks" / "relay-soak.md"), help="'-' prints only")
     ns = parser.parse_args()
     emit("relay-soak", main(ns), ns.out)

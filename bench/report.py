@@ -1,8 +1,9 @@
 """Shared helpers of the bench scripts: timing statistics, machine description, and writing results.
 
-Every bench script owns one marked section of docs/benchmarks.md (``<!-- bench:NAME -->`` ...
-``<!-- /bench:NAME -->``) and replaces only that section, so docs/benchmarks.md is the single
-authoritative place for measured figures while the prose around the sections stays hand-written.
+Every bench script owns one marked section (``<!-- bench:NAME -->`` ... ``<!-- /bench:NAME -->``) of its page, the
+default of its ``--out``: a page under docs/benchmarks/ (one per bench; docs/benchmarks.md keeps the table of results
+and the fair-share sections), docs/capacity.md or docs/reliability.md. It replaces only that section, so the pages are
+the authoritative place for measured figures while the prose around the sections stays hand-written.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def write_section(name: str, text: str, path: Path = BENCHMARKS_MD) -> None:
 
 
 def emit(name: str, text: str, out: str | None) -> None:
-    """Print the section; write it into ``out`` (docs/benchmarks.md by default) unless out is '-'."""
+    """Print the section; write it into ``out`` (the script's page) unless out is '-'."""
     print(text)
     if out and out != "-":
         target = Path(out)

@@ -1,6 +1,7 @@
 """Video request preparation: 1024x1024 PNG -> 480x320 JPEG data URL -> staged multipart body.
 
-    .venv-dev/bin/python bench/video_request_prep.py [--quick] [--reps 150] [--out docs/benchmarks.md|-]
+    .venv-dev/bin/python bench/video_request_prep.py [--quick] [--reps 150]
+        [--out docs/benchmarks/video-request-prep.md|-]
 
 Side by side, in one process, interleaved call by call on the same deterministic photo-like PNGs:
 
@@ -330,7 +331,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of ours")
     args = parser.parse_args()
     reps = args.reps or (30 if args.quick else 150)
-    out = args.out if args.out is not None else ("-" if args.quick else str(REPO / "docs" / "benchmarks.md"))
+    out = (
+        args.out
+        if args.out is not None
+        else ("-" if args.quick else str(REPO / "docs" / "benchmarks" / "video-request-prep.md"))
+    )
     kinds = IMAGE_KINDS[:1] if args.quick else IMAGE_KINDS
 
     started = time.perf_counter()

@@ -11,7 +11,7 @@ The same pause also hides the relay's pongs from uvicorn's OWN keepalive pings (
 closed the connection itself ("received 1011 keepalive ping timeout", found by the soak bench). The relay therefore
 forwards nothing while an utterance is in flight; the ``uvicorn_pings_fast`` tests run the emulator with its pings
 shortened to 0.3 s to show that in seconds.
-The 5-minute, many-utterance soak is ``bench/relay_soak.py`` (docs/benchmarks.md).
+The 5-minute, many-utterance soak is ``bench/relay_soak.py`` (docs/benchmarks/relay-soak.md).
 """
 
 from __future__ import annotations
