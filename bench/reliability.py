@@ -737,7 +737,7 @@ The first run of this suite found three problems, and issue 9 three more; all ar
    publishes again. Both copies are the *same event* (same `event_id`, same body). Exactly-once delivery is not
    reachable with a standard SNS topic (delivery is at-least-once even without crashes), and publishing after the
    record instead would trade duplicates for lost events. Decision: **one terminal event per job, identified by
-   `event_id`; consumers de-duplicate deliveries on it** (documented in the README and the event schema). The
+   `event_id`; consumers de-duplicate deliveries on it** (documented in docs/events.md and the event schema). The
    invariant checks distinct `event_id`s and that redeliveries are identical; redeliveries are counted above.
 3. **A crash of InvokeVideo failed the job** while a crash in any other step was retried. Fixed: InvokeVideo retries
    `States.TaskFailed` (the step is idempotent: a retried attempt sees the recorded async invocation and never

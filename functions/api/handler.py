@@ -298,7 +298,8 @@ def get_batch(batch_id: str) -> Response:
 
 
 # One error -> status table: every domain error a route may raise, and its status. A subclass takes its nearest
-# listed ancestor's status (tests/unit/api: every error a route can raise is covered, derived from the code).
+# listed ancestor's status (tests/unit/domain/test_boundaries.py: every error a route can raise is covered, derived
+# from the code).
 ERROR_STATUS: dict[type[OmnireelError], int] = {
     InvalidRequest: 400,
     NotJobOwner: 403,

@@ -69,7 +69,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-# Fixed ports of the local stack (documented in the README), so URLs and `aws --endpoint-url` survive a restart.
+# Fixed ports of the local stack (docs/local-stack.md), so URLs and `aws --endpoint-url` survive a restart.
 # OMNIREEL_LOCAL_BASE_PORT moves the whole block. A port that is taken falls back to a free one (logged).
 BASE_PORT = 4710
 PORT_OFFSETS = {"aws": 0, "api": 1, "relay": 2, "emulator": 3}  # emulators: base+3, base+4, ... in template order

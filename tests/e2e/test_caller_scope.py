@@ -140,7 +140,7 @@ def test_a_session_of_a_deleted_role_is_refused_and_the_re_created_role_is_a_new
 
 
 def test_by_default_two_sessions_of_one_role_share_jobs_and_the_webhook_secret(stack: LocalStack) -> None:
-    """CallerScope=role (the default): one app's replicas are one caller (README, "Caller identity")."""
+    """CallerScope=role (the default): one app's replicas are one caller (docs/callers.md)."""
     state = stack.state()
     role_arn = new_role(state)
     alice = _door(state, session_of(state, role_arn, "alice"))

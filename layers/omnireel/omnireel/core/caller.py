@@ -14,7 +14,7 @@ it (``owner_arn``). The scope is
 - an assumed role, ``CallerScope=session``: the role's unique id and the session name, ``AROA...:<session>`` (the
   ``userId`` as reported), so each person signing in through IAM Identity Center (whose session name is the person's
   user name) is a caller of their own. A session name is whatever the principal that assumed the role asked for:
-  it names a person only if the role's trust policy pins it (README, "Caller identity"). A session from a Cognito
+  it names a person only if the role's trust policy pins it (docs/callers.md). A session from a Cognito
   identity pool is ``AROA...:cognito:<identity id>`` instead: the enhanced flow names every user's session
   ``CognitoIdentityCredentials`` and the basic flow lets the app choose it, while the identity id is Cognito's own
   (a session name cannot contain ``:``, so the two forms never meet);
