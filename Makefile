@@ -239,7 +239,7 @@ build: $(SAM_STAMP) ## sam build (no container needed)
 	@PATH="$(dir $(PYTHON_BOOT)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM) build
 
 # The benches run with .venv-dev's Python (numpy, PyAV), except cold_start: it measures .venv's packages as the layer.
-bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
+bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks/ and docs/benchmarks.md, docs/reliability.md, docs/capacity.md (~1 h with bench/batch.py; not part of make test)
 	@$(DEV_PY) bench/video_request_prep.py
 	@$(PY) bench/cold_start.py --instructions
 	@$(DEV_PY) bench/capacity.py
@@ -264,8 +264,8 @@ smoke: $(STAMP) $(if $(STACK),,$(EMU_STAMP)) ## post-deploy smoke test: image, 4
 
 RELAY_PLATFORM ?= linux/arm64
 relay-image: ## build and push the relay image: make relay-image RELAY_IMAGE=<account>.dkr.ecr.<region>.amazonaws.com/omnireel-relay:<tag>
-	@test -n "$(RELAY_IMAGE)" || { echo "usage: make relay-image RELAY_IMAGE=<ecr repository uri>:<tag> (docs/operations.md)" >&2; exit 2; }
-	@command -v docker >/dev/null || { echo "relay-image needs docker with buildx (docs/operations.md)" >&2; exit 2; }
+	@test -n "$(RELAY_IMAGE)" || { echo "usage: make relay-image RELAY_IMAGE=<ecr repository uri>:<tag> (docs/operations/deploy.md)" >&2; exit 2; }
+	@command -v docker >/dev/null || { echo "relay-image needs docker with buildx (docs/operations/deploy.md)" >&2; exit 2; }
 	docker buildx build --platform $(RELAY_PLATFORM) -f relay/Dockerfile -t $(RELAY_IMAGE) --push relay/
 
 destroy: $(STAMP) $(SAM_STAMP) ## empty the stack's buckets, sam delete, report: make destroy STACK=name REGION=r [CONFIRM=yes]
