@@ -28,6 +28,7 @@ the request's arrival, and the difference is the hand-over.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 import time
@@ -41,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 
+from bench.capacity import IMAGE_MODEL_S, VIDEO_MODEL_S  # noqa: E402
 from bench.hostile_consumers import Caller, _developer, _second_caller  # noqa: E402
 from bench.localstack import LONG_TIMEOUTS, IsolatedStack, configure_model_times  # noqa: E402
 from bench.report import emit, machine, quantile, table, today  # noqa: E402
@@ -243,6 +245,14 @@ def submit(caller: Caller, body: dict[str, Any], key: str) -> str:
     return str(response.json()["job_id"])
 
 
+def default_b_every(scale: float) -> float:
+    """B's default arrival interval: three video model times (at least 4 s). With two callers B's fair share is every
+    other video slot, one per two turnovers; B arriving faster than that would queue behind its own jobs, and its wait
+    would measure its own backlog, not admission's fairness (a 12 s interval at real model times did: 0.74 of the
+    video slot against a fair share of 0.5, B's video wait growing by ~4 s a job)."""
+    return round(max(4.0, 3 * VIDEO_MODEL_S * scale), 1)
+
+
 def p50_p90(values: list[float]) -> tuple[str, str]:
     return f"{quantile(values, 0.5):.1f}", f"{quantile(values, 0.9):.1f}"
 
@@ -251,13 +261,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--a-jobs", type=int, default=30, help="caller A's burst")
     parser.add_argument("--b-jobs", type=int, default=6, help="caller B's jobs, one every --b-every seconds")
-    parser.add_argument("--b-every", type=float, default=12.0)
+    parser.add_argument(
+        "--b-every",
+        type=float,
+        default=None,
+        help="B's arrival interval, seconds (default: 3 video model times, at least 4 s: B's own demand stays "
+        "below its fair share of the video slot, so each of B's jobs meets an empty queue of its own)",
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="model time = the AWS sample's times x scale")
     parser.add_argument("--sample-every", type=float, default=0.25, help="pool sampling period, seconds")
     parser.add_argument("--timeout", type=float, default=1800, help="bound on the whole run, seconds")
     parser.add_argument("--out", default=None, help="default docs/benchmarks.md; '-' = print only")
     parser.add_argument("--section", default="fairness", help="the docs/benchmarks.md section it writes")
+    parser.add_argument("--records", default=None, help="also write each job's caller and record (JSON) to this file")
     args = parser.parse_args(argv)
+    if args.b_every is None:
+        args.b_every = default_b_every(args.scale)
     began = time.monotonic()
     sampler: PoolSampler | None = None
     stack = IsolatedStack({**LONG_TIMEOUTS, "CallerMaxPendingJobs": str(max(100, 2 * args.a_jobs))}, name="fairness")
@@ -298,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         served = {kind: stack.emulator_stats(route)["service_times"] for kind, route in EMULATOR_ROUTE.items()}
     finally:
         stack.stop()
+    if args.records:
+        Path(args.records).write_text(
+            json.dumps({j: {"caller": c, "record": records.get(j)} for j, c in jobs.items()}, default=str)
+        )
     text = report(args, jobs, records, sampler.samples if sampler else [], served, time.monotonic() - began)
     emit(args.section, text, args.out or str(REPO / "docs" / "benchmarks.md"))
     return 0
@@ -359,7 +382,11 @@ def report(
             verdicts.append(f"{kind} {'met' if share >= UTILISATION_TARGET else 'missed'}")
     b_times = [t for t in times if t.caller == "B"]
     b_wait = quantile([t.start_wait for t in b_times], 0.9) if b_times else float("nan")
+    b_video = [t.video_start - t.video_queued for t in b_times]
+    b_video_p50 = median(b_video) if b_video else float("nan")
+    b_video_p90 = quantile(b_video, 0.9) if b_video else float("nan")
     callers = 2
+    b_load = turnover["video"] / args.b_every if args.b_every else float("nan")
     return f"""## Fair share: {args.a_jobs} jobs of A, {args.scale:g} x model time (`bench/fairness.py`)
 
 Command: `.venv-dev/bin/python bench/fairness.py --a-jobs {args.a_jobs} --b-jobs {args.b_jobs} --b-every \
@@ -368,8 +395,9 @@ Run time: {wall_s:.0f} s. Load \
 average at the end: {_load()}.
 
 Setup: one isolated local stack at the default capacity (image {capacity["image"]} slot, video {capacity["video"]} \
-slot), model times 4.7 s / 8.9 s x {args.scale:g}. Caller A submits {args.a_jobs} jobs at once; from 5 s later caller \
-B (another IAM identity) submits one every {args.b_every:g} s, {args.b_jobs} in all. Jobs that did not succeed: \
+slot), model times {IMAGE_MODEL_S:g} s / {VIDEO_MODEL_S:g} s x {args.scale:g}. Caller A submits {args.a_jobs} jobs at \
+once; from 5 s later caller B (another IAM identity) submits one every {args.b_every:g} s, {args.b_jobs} in all. \
+Jobs that did not succeed: \
 {len(not_succeeded)} {not_succeeded or ""}; unfinished at the bound: {len(unfinished)}.
 
 Waits in seconds. **fair**: measured (admission's round-robin across callers, FIFO within a caller). **FCFS**: the \
@@ -402,7 +430,13 @@ stage's end -> ready for the video slot), waiting for the video slot, the render
 
 - One slot turnover: image {turnover["image"]:.1f} s, video {turnover["video"]:.1f} s (medians of the jobs' own \
 occupancy). B's start wait p90 = {b_wait:.1f} s, {b_wait / max(turnover["image"], 1e-9):.2f} image turnovers with \
-{callers} callers active (the issue's bound: about one turnover per active caller, here {callers}).
+{callers} callers active (the issue's bound: about one turnover per active caller, here {callers}). B's wait for \
+its video slot: p50 {b_video_p50:.1f} s / p90 {b_video_p90:.1f} s, {b_video_p50 / max(turnover["video"], 1e-9):.2f} / \
+{b_video_p90 / max(turnover["video"], 1e-9):.2f} video turnovers.
+- B's offered load on the video slot: {b_load:.2f} (one render every {args.b_every:g} s), against its fair share \
+{1 / callers:.2f} with {callers} callers{
+        "" if b_load <= 1 / callers else ": above it, so B queues behind its own jobs and its waits grow job by job"
+    }.
 
 Slot utilisation while the endpoint's queue was non-empty (sampled every {args.sample_every:g} s; target >= 95 %: \
 {", ".join(verdicts) or "no queue formed"}):
