@@ -22,8 +22,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.aws.batch_uploads import BatchUploads
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.batches.intake import BatchIntake
 from omnireel.batches.progress import batch_view
 from omnireel.batches.uploads import start_upload
@@ -70,15 +68,11 @@ batch_store = adapters.batch_store(settings) if settings.batches_table else None
 batches = BatchIntake(batch_store, adapters.batch_queue(settings)) if batch_store and settings.batch_queue_url else None
 master_key = adapters.webhook_master_key(settings)
 # admission (issue 34): a waiting job's queue position; a cancel takes the job out of the queue and frees its slots
-gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=TaskCallbacks())
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=adapters.task_callbacks())
 # Per-caller accounting (omnireel.usage): the pending counters behind RateLimit and 429, and GET /usage's days.
 usage = adapters.usage_store(settings)
 # POST /batches/uploads: presigned PUTs to the inbox bucket's prompts/uploads/ (reservations in the batches table).
-uploads = (
-    BatchUploads(settings.batches_table, settings.inbox_bucket, settings.job_ttl_days)
-    if batches and settings.batches_table and settings.inbox_bucket
-    else None
-)
+uploads = adapters.batch_uploads(settings) if batches and settings.batches_table and settings.inbox_bucket else None
 app = APIGatewayHttpResolver()
 
 _IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")

@@ -13,7 +13,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.jobs.steps import complete_video
 from omnireel.media.notification import notifications_from_sns
 from omnireel.runtime.handler import lambda_handler
@@ -23,7 +22,7 @@ from omnireel.runtime.settings import PublishSettings
 settings = PublishSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
-callbacks = TaskCallbacks()
+callbacks = adapters.task_callbacks()
 gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=callbacks)
 publisher = adapters.event_publisher(settings, eager=True)  # job.succeeded
 

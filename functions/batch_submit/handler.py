@@ -22,7 +22,6 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
-from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.batch import Line
 from omnireel.batches.fanout import Fanout
 from omnireel.runtime.handler import lambda_handler
@@ -33,7 +32,7 @@ settings = BatchSettings.from_env()
 fanout = Fanout(
     store=adapters.batch_store(settings, eager=True),
     queue=adapters.batch_queue(settings, eager=True),
-    inbox=InboxStore(),
+    inbox=adapters.inbox_store(),
     jobs=adapters.job_store(settings),
     workflow=adapters.workflow(settings),
     artifacts=adapters.artifact_store(settings),

@@ -9,8 +9,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.aws.image_endpoint import ImageEndpoint
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.events.progress import publish_image_ready
 from omnireel.jobs.staging import stage_video_request
 from omnireel.jobs.steps import generate_image
@@ -21,9 +19,9 @@ from omnireel.runtime.settings import ImageSettings
 settings = ImageSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
-endpoint = ImageEndpoint(settings.image_endpoint_name)
+endpoint = adapters.image_endpoint(settings)
 publisher = adapters.event_publisher(settings, eager=True)  # job.image_ready
-gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=TaskCallbacks())
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=adapters.task_callbacks())
 
 
 @lambda_handler(stage="generate_image")

@@ -8,8 +8,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate, PoolConfig
 from omnireel.aws import adapters
-from omnireel.aws.admission_store import AdmissionMetrics, EndpointInstances
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import AdmissionHealSettings
@@ -20,14 +18,14 @@ workflow = adapters.workflow(settings)
 gate = Gate(
     store=adapters.admission_store(settings),
     jobs=jobs,
-    callbacks=TaskCallbacks(),
+    callbacks=adapters.task_callbacks(),
     pools={
         "image": PoolConfig(settings.image_endpoint_name, settings.image_concurrency_per_instance),
         "video": PoolConfig(settings.video_endpoint_name, settings.video_max_concurrent_invocations_per_instance),
     },
-    instances=EndpointInstances(),
+    instances=adapters.endpoint_instances(),
 )
-queue_metrics = AdmissionMetrics()
+queue_metrics = adapters.admission_metrics()
 
 
 @lambda_handler()

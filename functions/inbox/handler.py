@@ -18,9 +18,6 @@ import time
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
-from omnireel.aws.batch_uploads import BatchUploads
-from omnireel.aws.inbox_retry import InboxRetryQueue
-from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.intake import BatchIntake
 from omnireel.core.s3uri import SourceVersion
 from omnireel.jobs.inbox import accept_inbox_object, wait_delay
@@ -31,7 +28,7 @@ from omnireel.runtime.settings import InboxSettings
 settings = InboxSettings.from_env()
 jobs = adapters.job_store(settings)
 workflow = adapters.workflow(settings)
-inbox = InboxStore()
+inbox = adapters.inbox_store()
 artifacts = adapters.artifact_store(settings)
 publisher = adapters.event_publisher(settings)
 batches = (
@@ -39,8 +36,8 @@ batches = (
     if settings.batches_table and settings.batch_queue_url
     else None
 )
-uploads = BatchUploads(settings.batches_table) if settings.batches_table else None  # POST /batches/uploads
-retry = InboxRetryQueue(settings.inbox_retry_queue_url) if settings.inbox_retry_queue_url else None
+uploads = adapters.batch_uploads(settings) if settings.batches_table else None  # POST /batches/uploads
+retry = adapters.inbox_retry_queue(settings) if settings.inbox_retry_queue_url else None
 
 
 @lambda_handler()

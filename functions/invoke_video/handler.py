@@ -9,8 +9,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.aws.video_endpoint import VideoEndpoint
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.core.errors import StepError
 from omnireel.jobs.steps import invoke_video
 from omnireel.runtime.handler import lambda_handler, parse_step_input
@@ -20,8 +18,8 @@ from omnireel.runtime.settings import VideoSettings
 settings = VideoSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
-endpoint = VideoEndpoint(settings.video_endpoint_name)
-callbacks = TaskCallbacks()
+endpoint = adapters.video_endpoint(settings)
+callbacks = adapters.task_callbacks()
 gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=callbacks)
 
 

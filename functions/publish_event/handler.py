@@ -6,7 +6,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.admission.expiry import expire_job
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.core.errors import StepError
 from omnireel.jobs.job import JobStatus
 from omnireel.jobs.outcome import finish_job
@@ -18,7 +17,7 @@ settings = PublishSettings.from_env()
 jobs = adapters.job_store(settings)
 artifacts = adapters.artifact_store(settings)
 publisher = adapters.event_publisher(settings, eager=True)  # every call publishes
-gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=TaskCallbacks())
+gate = Gate(store=adapters.admission_store(settings), jobs=jobs, callbacks=adapters.task_callbacks())
 OUTCOMES = {"succeeded": JobStatus.SUCCEEDED, "failed": JobStatus.FAILED, "expired": JobStatus.EXPIRED}
 
 

@@ -10,8 +10,6 @@ reads only the batches table's open-items index, so its cost follows the number 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
-from omnireel.aws.batch_queue import DeadLetters
-from omnireel.aws.inbox_store import InboxStore
 from omnireel.batches.fanout import LineFailure
 from omnireel.batches.progress import Progress
 from omnireel.batches.reconcile import Reconciler
@@ -30,10 +28,8 @@ reconciler = Reconciler(
     progress=Progress(store, artifacts, publisher, settings.presign_seconds),
     failure=LineFailure(store, jobs, artifacts, publisher, settings.presign_seconds),
     grace_s=settings.batch_reconcile_grace_seconds,
-    dead_letter_queue=DeadLetters(settings.batch_dead_letter_queue_url)
-    if settings.batch_dead_letter_queue_url
-    else None,
-    inbox=InboxStore(),
+    dead_letter_queue=adapters.dead_letters(settings) if settings.batch_dead_letter_queue_url else None,
+    inbox=adapters.inbox_store(),
 )
 
 

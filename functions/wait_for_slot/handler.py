@@ -8,8 +8,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.admission.gate import Gate, PoolConfig
 from omnireel.admission.pool import Kind
 from omnireel.aws import adapters
-from omnireel.aws.admission_store import EndpointInstances
-from omnireel.aws.workflow import TaskCallbacks
 from omnireel.core.errors import StepError
 from omnireel.runtime.handler import lambda_handler, parse_step_input
 from omnireel.runtime.observability import logger, stage_duration
@@ -21,12 +19,12 @@ publisher = adapters.event_publisher(settings)  # job.queued, only when a job wa
 gate = Gate(
     store=adapters.admission_store(settings),
     jobs=jobs,
-    callbacks=TaskCallbacks(),
+    callbacks=adapters.task_callbacks(),
     pools={
         "image": PoolConfig(settings.image_endpoint_name, settings.image_concurrency_per_instance),
         "video": PoolConfig(settings.video_endpoint_name, settings.video_max_concurrent_invocations_per_instance),
     },
-    instances=EndpointInstances(),
+    instances=adapters.endpoint_instances(),
 )
 
 

@@ -30,7 +30,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
 from omnireel.aws.clients import client
-from omnireel.aws.record_owners import PublishedEvents, RecordOwners
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import WebhookSettings
@@ -44,8 +43,8 @@ jobs = adapters.job_store(settings)
 batches = adapters.batch_store(settings) if settings.batches_table else None
 sqs = client("sqs")
 master_key = adapters.webhook_master_key(settings)
-owners = RecordOwners(settings.jobs_table, settings.batches_table)
-published = PublishedEvents(settings.jobs_table, settings.batches_table)  # what may be delivered, and where
+owners = adapters.record_owners(settings)
+published = adapters.published_events(settings)  # what may be delivered, and where
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 pool = ThreadPoolExecutor(max_workers=settings.webhook_delivery_concurrency, thread_name_prefix="webhook")
 # One event loop for the execution environment: Powertools runs each batch on the current loop (asyncio's implicit
