@@ -19,7 +19,16 @@ import pytest
 
 from omnireel.events.published import RecordedDelivery
 from omnireel.webhooks.delivery import AttemptResult, post
-from omnireel.webhooks.dispatch import Delivery, QueuedEvent, WebhookAttemptFailed, deliver, process_record
+from omnireel.webhooks.dispatch import (
+    DeliveryPolicy,
+    Invocation,
+    QueuedEvent,
+    ReceivedRecord,
+    WebhookAttemptFailed,
+    deliver,
+    process_record,
+)
+from omnireel.webhooks.secrets import MasterKeys
 from omnireel.webhooks.target import WebhookRefused, WebhookTarget, WebhookUnresolved, resolve_target
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -234,36 +243,78 @@ def _body() -> str:
     )
 
 
-def _recorded(ids):  # type: ignore[no-untyped-def]
+class _Published:
     """The stack's record of the event (issue 33: the message gives only identifiers)."""
-    return RecordedDelivery("https://hooks.example.com/", "{}", ids.event_id, ids.event_type, ids.job_id)
+
+    def delivery(self, ids):  # type: ignore[no-untyped-def]
+        return RecordedDelivery("https://hooks.example.com/", "{}", ids.event_id, ids.event_type, ids.job_id)
+
+
+class _Queue:
+    """The webhook queue adapter: the retries the record asked for, as (receipt handle, seconds)."""
+
+    def __init__(self) -> None:
+        self.retried: list[tuple[str, int]] = []
+
+    def retry_in(self, receipt_handle: str, seconds: int) -> None:
+        self.retried.append((receipt_handle, seconds))
+
+
+class _Master:
+    def keys(self) -> MasterKeys:
+        return MasterKeys("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+
+
+class _Owners:
+    def of_job(self, job_id: str) -> str | None:
+        return "AIDAALICE"
+
+
+POLICY = DeliveryPolicy(
+    allow_loopback_http=False, attempt_deadline_s=5, connect_timeout_s=3, retry_base_s=30, max_attempts=13
+)
+
+
+def _process(body: str, receive_count: int, queue: _Queue, jobs: object = None, answer: int = 204):  # type: ignore[no-untyped-def]
+    """One record through ``process_record`` with the stack's record, a public address and a receiver that answers
+    ``answer``."""
+    started = time.monotonic()
+    return process_record(
+        ReceivedRecord(body, receive_count, f"rh-{receive_count}"), published=_Published(), queue=queue,  # type: ignore[arg-type]
+        policy=POLICY, invocation=Invocation(started, started + 30), master=_Master(), owners=_Owners(),  # type: ignore[arg-type]
+        jobs=jobs, batches=None, now=_now, resolve=lambda host, port: ["93.184.215.14"],  # type: ignore[arg-type]
+        send=lambda *a, **k: AttemptResult.answered(answer),
+    )  # fmt: skip
 
 
 def test_a_failed_attempt_backs_off_and_fails_its_record() -> None:
-    backoffs: list[int] = []
-    failed = Delivery(AttemptResult(500, "HTTP 500"), retry=True)
+    queue = _Queue()
     with pytest.raises(WebhookAttemptFailed, match="HTTP 500"):
-        process_record(_body(), 4, resolve=_recorded, attempt=lambda q, n: failed, backoff=backoffs.append)
-    assert backoffs == [4]
+        _process(_body(), 4, queue, answer=500)
+    assert queue.retried == [("rh-4", 240)]  # 30 s doubling: the fourth attempt waits 240 s
+    with pytest.raises(WebhookAttemptFailed):
+        _process(_body(), POLICY.max_attempts, queue, answer=500)
+    assert queue.retried[-1] == (f"rh-{POLICY.max_attempts}", 0)  # the last: visible now, the next receive DLQs it
 
 
 def test_an_error_recording_the_attempt_backs_off_and_fails_its_record() -> None:
-    backoffs: list[int] = []
+    queue = _Queue()
 
-    def throttled(queued: object, attempt: int) -> Delivery:
-        raise RuntimeError("ProvisionedThroughputExceededException")
+    class Throttled:
+        def record_webhook_attempt(self, job_id: str, event_type: str, state: dict) -> None:
+            raise RuntimeError("ProvisionedThroughputExceededException")
 
     with pytest.raises(RuntimeError, match="Throughput"):
-        process_record(_body(), 1, resolve=_recorded, attempt=throttled, backoff=backoffs.append)
-    assert backoffs == [1]
+        _process(_body(), 1, queue, jobs=Throttled())
+    assert queue.retried == [("rh-1", 30)]
 
 
 def test_a_delivered_or_refused_record_succeeds_without_backoff_and_garbage_is_dropped() -> None:
-    backoffs: list[int] = []
-    done = Delivery(AttemptResult(204), retry=False)
-    assert process_record(_body(), 1, resolve=_recorded, attempt=lambda q, n: done, backoff=backoffs.append) is done
-    assert process_record("not json", 1, resolve=_recorded, attempt=lambda q, n: done, backoff=backoffs.append) is None
-    assert backoffs == []
+    queue = _Queue()
+    delivery = _process(_body(), 1, queue)
+    assert delivery is not None and delivery.retry is False and delivery.result.delivered
+    assert _process("not json", 1, queue) is None
+    assert queue.retried == []
 
 
 def test_an_attempt_with_no_time_left_sends_nothing_and_is_retried() -> None:

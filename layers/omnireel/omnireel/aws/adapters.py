@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from omnireel.aws.secrets import WebhookMasterKey
     from omnireel.aws.usage_store import UsageStore
     from omnireel.aws.video_endpoint import VideoEndpoint
+    from omnireel.aws.webhook_queue import WebhookQueue
     from omnireel.aws.workflow import TaskCallbacks, Workflow
 
 
@@ -262,3 +263,15 @@ def published_events(settings: _Records) -> PublishedEvents:
     from omnireel.aws.record_owners import PublishedEvents
 
     return PublishedEvents(settings.jobs_table, settings.batches_table)
+
+
+class _WebhookQueue(Protocol):
+    @property
+    def webhook_queue_url(self) -> str: ...
+
+
+def webhook_queue(settings: _WebhookQueue) -> WebhookQueue:
+    """The webhook queue's retries: a failed attempt's record comes back after its backoff."""
+    from omnireel.aws.webhook_queue import WebhookQueue
+
+    return WebhookQueue(settings.webhook_queue_url)

@@ -15,8 +15,10 @@ event the stack did not publish is dropped, not retried and never signed, with a
 ``webhook_forged_dropped`` metric.
 
 ``process_record`` is one SQS record of the delivery function's batch, isolated from the others: whatever fails on it
-(the attempt, recording it, the signing secret) makes that record alone invisible for its backoff and reports it as
-a batch item failure; records already delivered in the same batch are not sent again.
+(the attempt, recording it, the signing secret) makes that record alone invisible for its backoff (``retry_delay``,
+through the queue adapter ``omnireel.aws.webhook_queue``) and reports it as a batch item failure; records already
+delivered in the same batch are not sent again. ``attempt`` is one attempt within the invocation's time, signed with
+the owner's secret(s) (``omnireel.webhooks.signing``) read inside it.
 """
 
 from __future__ import annotations
@@ -25,16 +27,20 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from omnireel.aws.batch_store import BatchStore
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.record_owners import PublishedEvents, RecordOwners
+from omnireel.aws.secrets import WebhookMasterKey
+from omnireel.aws.webhook_queue import WebhookQueue
 from omnireel.core.clock import iso
 from omnireel.core.errors import OmnireelError, SigningKeyUnavailable
 from omnireel.events.published import EventIds, EventNotPublished, RecordedDelivery, record_kind
 from omnireel.runtime.observability import MetricUnit, logger, metrics
-from omnireel.webhooks.delivery import AttemptResult, post, signed_headers
+from omnireel.webhooks.delivery import AttemptResult, post, retry_delay_s, signed_headers
+from omnireel.webhooks.signing import delivery_secrets
 from omnireel.webhooks.target import (
     Resolver,
     WebhookRefused,
@@ -159,6 +165,81 @@ def deliver(
     return Delivery(result, retry=not (result.delivered or refused))
 
 
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """How each attempt runs and how retries are spaced: the delivery function's ``WEBHOOK_*`` settings."""
+
+    allow_loopback_http: bool
+    attempt_deadline_s: float  # one deadline per attempt (WEBHOOK_ATTEMPT_DEADLINE_SECONDS)
+    connect_timeout_s: float
+    retry_base_s: int  # the first retry's delay, doubling (WEBHOOK_RETRY_BASE_SECONDS)
+    max_attempts: int  # the queue's maxReceiveCount (WEBHOOK_MAX_ATTEMPTS)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The delivery function's invocation in ``time.monotonic()`` seconds: its start, and its usable end (the time
+    left at the start, less recording an attempt: no attempt runs past it)."""
+
+    started: float
+    ends: float
+
+
+@dataclass(frozen=True)
+class ReceivedRecord:
+    """One SQS record of the batch: its body, SQS's receive count (the attempt's number) and its receipt handle."""
+
+    body: str
+    receive_count: int
+    receipt_handle: str
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def attempt(
+    queued: QueuedEvent,
+    number: int,
+    *,
+    policy: DeliveryPolicy,
+    invocation: Invocation,
+    master: WebhookMasterKey,
+    owners: RecordOwners,
+    jobs: JobStore | None,
+    batches: BatchStore | None,
+    now: Callable[[], datetime] = _utc_now,
+    resolve: Resolver = system_resolver,
+    send: Callable[..., AttemptResult] = post,
+) -> Delivery:
+    """Attempt ``number`` of one event, ended by its own deadline and never past the invocation's usable end, signed
+    with the secret(s) of the job's (or batch's) owner, two during a rotation's grace period. The secret is read inside
+    the attempt: an unreadable key is recorded on the job as a ``not_signed`` attempt (issue 33 item 9)."""
+    return deliver(
+        queued,
+        number,
+        secret=lambda: delivery_secrets(queued, master=master, owners=owners, at=now()),
+        allow_loopback_http=policy.allow_loopback_http,
+        jobs=jobs,
+        batches=batches,
+        now=now,
+        deadline=min(time.monotonic() + policy.attempt_deadline_s, invocation.ends),
+        connect_timeout_s=policy.connect_timeout_s,
+        resolve=resolve,
+        send=send,
+    )
+
+
+def retry_delay(number: int, *, policy: DeliveryPolicy, invocation: Invocation) -> int:
+    """How long a record stays invisible after its failed attempt ``number``: the schedule (``retry_delay_s``, within
+    SQS's 12 hours from the receive), except after the last attempt: visible at once, so SQS's next receive moves it
+    to the dead-letter queue instead of after one more delay."""
+    if number >= policy.max_attempts:
+        return 0
+    invoked_s_ago = time.monotonic() - invocation.started
+    return retry_delay_s(number, policy.retry_base_s, invoked_s_ago=invoked_s_ago)
+
+
 class WebhookAttemptFailed(OmnireelError):
     """The attempt did not deliver the event and may be retried (the record is reported as a batch item failure)."""
 
@@ -167,25 +248,38 @@ class WebhookAttemptFailed(OmnireelError):
 
 
 def process_record(
-    body: str,
-    receive_count: int,
+    record: ReceivedRecord,
     *,
-    resolve: Callable[[EventIds], RecordedDelivery],
-    attempt: Callable[[QueuedEvent, int], Delivery],
-    backoff: Callable[[int], None],
+    published: PublishedEvents,
+    queue: WebhookQueue,
+    policy: DeliveryPolicy,
+    invocation: Invocation,
+    master: WebhookMasterKey,
+    owners: RecordOwners,
+    jobs: JobStore | None,
+    batches: BatchStore | None,
+    now: Callable[[], datetime] = _utc_now,
+    resolve: Resolver = system_resolver,
+    send: Callable[..., AttemptResult] = post,
 ) -> Delivery | None:
-    """One SQS record: read its identifiers, rebuild the event from the stack's record (``resolve``), make attempt
-    number ``receive_count``, and on any failure call ``backoff(attempt)`` (the record's own ChangeMessageVisibility)
-    and raise, so that only this record is retried. None: not a webhook event, or an event the stack did not publish
-    (dropped: it would fail the same way every time; a forged one is counted as ``webhook_forged_dropped``)."""
+    """One SQS record: read its identifiers, rebuild the event from the stack's record (``published``), make attempt
+    number ``receive_count`` (``attempt``), and on any failure make the record invisible for its backoff
+    (``queue.retry_in``, ``retry_delay``) and raise, so that only this record is retried. None: not a webhook event,
+    or an event the stack did not publish (dropped: it would fail the same way every time; a forged one is counted as
+    ``webhook_forged_dropped``)."""
+    number = record.receive_count
+
+    def backoff() -> None:
+        queue.retry_in(record.receipt_handle, retry_delay(number, policy=policy, invocation=invocation))
+
     try:
-        ids = parse_ids(body)
+        ids = parse_ids(record.body)
     except (ValueError, KeyError, TypeError) as exc:
         logger.error("not a webhook event: dropped", extra={"error": str(exc)})
         return None
     failure: Exception
     try:
-        recorded = resolve(ids)
+        recorded: RecordedDelivery = published.delivery(ids)
     except EventNotPublished as exc:
         named = {"event_id": ids.event_id, "event_type": ids.event_type, "job_id": ids.job_id, "batch_id": ids.batch_id}
         logger.error("webhook event not published by the stack: dropped", extra={**named, "reason": str(exc)})
@@ -193,20 +287,23 @@ def process_record(
         return None
     except Exception:  # a throttled read of the record, ...: this record only, retried
         logger.exception("webhook record could not be read; it alone is retried", extra={"event_id": ids.event_id})
-        backoff(receive_count)
+        backoff()
         raise
     # a batch event was resolved from the record of the batch the message names: its attempts are recorded there
     batch_id = ids.batch_id if record_kind(ids.event_type) == "batch" else None
     queued = QueuedEvent(recorded.url, recorded.body, recorded.event_id, recorded.event_type, recorded.job_id, batch_id)
     try:
-        delivery = attempt(queued, receive_count)
+        delivery = attempt(
+            queued, number, policy=policy, invocation=invocation, master=master, owners=owners, jobs=jobs,
+            batches=batches, now=now, resolve=resolve, send=send,
+        )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - a throttle recording the attempt, the secret, ...: this record only
-        extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": receive_count}
+        extra = {"event_id": queued.event_id, "job_id": queued.job_id, "attempt": number}
         logger.exception("webhook record failed; it alone is retried", extra=extra)
         failure = exc
     else:
         if not delivery.retry:
             return delivery
         failure = WebhookAttemptFailed(delivery.result.error or "not delivered")
-    backoff(receive_count)
+    backoff()
     raise failure

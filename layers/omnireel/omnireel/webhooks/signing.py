@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from omnireel.core.errors import WebhookOwnerUnknown
 from omnireel.webhooks.secrets import MasterKeys, scope_secret, secrets_view, signing_secrets
@@ -19,7 +19,17 @@ from omnireel.webhooks.secrets import MasterKeys, scope_secret, secrets_view, si
 if TYPE_CHECKING:
     from omnireel.aws.record_owners import RecordOwners
     from omnireel.aws.secrets import WebhookMasterKey
-    from omnireel.webhooks.dispatch import QueuedEvent
+
+
+class QueuedEvent(Protocol):
+    """What signing reads of a queued event (``omnireel.webhooks.dispatch.QueuedEvent``, which calls this module)."""
+
+    @property
+    def job_id(self) -> str | None: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def event_id(self) -> str: ...
 
 
 def event_owner(queued: QueuedEvent, *, owners: RecordOwners) -> str | None:
