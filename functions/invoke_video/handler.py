@@ -1,8 +1,8 @@
 """InvokeVideo step (``.waitForTaskToken``): take a video slot first (admission's fast path; not admitted: answer this
 task's own token with ``admitted: false`` and the state machine parks the job in WaitForVideoSlot), store the task
 token with the job, hand the request GenerateImage staged
-to the async endpoint (InvokeEndpointAsync, InferenceId = job id) and heartbeat. The state then waits for the render:
-async_result answers the token (or fails it).
+to the async endpoint (InvokeEndpointAsync, InferenceId = job id) and heartbeat (``omnireel.jobs.steps.start_render``).
+The state then waits for the render: async_result answers the token (or fails it).
 """
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -10,9 +10,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
 from omnireel.core.errors import StepError
-from omnireel.jobs.steps import invoke_video
+from omnireel.jobs.steps import start_render
 from omnireel.runtime.handler import lambda_handler, parse_step_input
-from omnireel.runtime.observability import logger, stage_duration
+from omnireel.runtime.observability import logger
 from omnireel.runtime.settings import VideoSettings
 
 settings = VideoSettings.from_env()
@@ -29,20 +29,15 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if not step.task_token:
         raise StepError("InvalidStepInput", "invoke_video needs a task_token ($$.Task.Token)")
     logger.append_keys(job_id=step.job_id)
-    # The video slot is freed when the render's result arrives (async_result) or the job ends (publish_event).
-    if not gate.acquire(step.job_id, "video"):
-        callbacks.succeed(step.task_token, {"job_id": step.job_id, "admitted": False})
-        return {"job_id": step.job_id, "queued": False, "admitted": False}
-    with stage_duration("invoke_video"):
-        invoke_video(
-            step.job_id,
-            step.task_token,
-            jobs=jobs,
-            endpoint=endpoint,
-            callbacks=callbacks,
-            artifacts=artifacts,
-            invocation_timeout_seconds=settings.video_invocation_timeout_seconds,
-            request_ttl_seconds=settings.video_request_ttl_seconds,
-            instance_type=settings.video_instance_type or None,
-        )
-    return {"job_id": step.job_id, "queued": True}
+    return start_render(
+        step.job_id,
+        step.task_token,
+        gate=gate,
+        jobs=jobs,
+        endpoint=endpoint,
+        callbacks=callbacks,
+        artifacts=artifacts,
+        invocation_timeout_seconds=settings.video_invocation_timeout_seconds,
+        request_ttl_seconds=settings.video_request_ttl_seconds,
+        instance_type=settings.video_instance_type or None,
+    )

@@ -8,7 +8,7 @@ from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
 from omnireel.core.errors import StepError
 from omnireel.jobs.job import JobStatus
-from omnireel.jobs.outcome import finish_job
+from omnireel.jobs.outcome import finish_and_leave
 from omnireel.runtime.handler import lambda_handler, parse_step_input
 from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.runtime.settings import PublishSettings
@@ -37,16 +37,16 @@ def handler(event: dict, context: LambdaContext) -> dict:
             presign_seconds=settings.presign_seconds,
         )
     else:
-        published = finish_job(
+        published = finish_and_leave(
             step.job_id,
             OUTCOMES[step.outcome],
             step_error=step.error,
+            gate=gate,
             jobs=jobs,
             artifacts=artifacts,
             publisher=publisher,
             presign_seconds=settings.presign_seconds,
         )
-        gate.leave(jobs.get(step.job_id))
     if published is not None:
         metrics.add_metric(name=f"jobs_{published.status}", unit=MetricUnit.Count, value=1)
         if published.timings.total_s is not None:

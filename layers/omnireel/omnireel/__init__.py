@@ -36,7 +36,8 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``runtime.observability``):
   ``jobs.submission`` (accept a request), ``jobs.inbox`` (a dropped file becomes a job), ``jobs.steps`` (the
   pipeline's steps), ``jobs.staging`` (stage the video request: apart, so only GenerateImage loads the image and
-  multipart libraries), ``jobs.outcome`` (finish a job: terminal transition and its one event), ``jobs.cancellation``
+  multipart libraries), ``jobs.image_step`` (the GenerateImage step: its slot, the image, the staged request,
+  ``job.image_ready``), ``jobs.outcome`` (finish a job: terminal transition and its one event), ``jobs.cancellation``
   (DELETE /jobs/{id}), ``jobs.listing`` (GET /jobs), ``jobs.deadline`` (the safety net), ``jobs.job_view``
   (GET /jobs/{id}), ``jobs.artifact_links`` (presigned links), ``events.progress`` (``job.image_ready``),
   ``batches.intake`` (start a batch), ``batches.fanout`` (split steps and lines -> jobs, backpressure),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
@@ -14,6 +14,9 @@ from omnireel.events.job_events import JobEvent, build_job_event
 from omnireel.jobs.artifact_links import artifact_links
 from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus
 from omnireel.runtime.observability import logger
+
+if TYPE_CHECKING:
+    from omnireel.admission.gate import Gate
 
 
 def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
@@ -59,4 +62,30 @@ def finish_job(
     publisher.publish(event)
     if not jobs.claim_publication(job_id):
         logger.warning("terminal event published concurrently", extra={"job_id": job_id})
+    return event
+
+
+def finish_and_leave(
+    job_id: str,
+    outcome: JobStatus,
+    *,
+    step_error: dict[str, Any] | None,
+    gate: Gate,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+) -> JobEvent | None:
+    """The PublishSucceeded and RecordFailure steps: ``finish_job``, then the job leaves admission (its waiting entry,
+    any slot it still holds). Returns the event published now (None: it was already)."""
+    event = finish_job(
+        job_id,
+        outcome,
+        step_error=step_error,
+        jobs=jobs,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+    )
+    gate.leave(jobs.get(job_id))
     return event

@@ -1,5 +1,7 @@
-"""The pipeline's steps, one function each, called by the step Lambdas (staging the video request is in ``staging``:
-it alone needs the image and multipart libraries).
+"""The pipeline's steps, one function each, called by the step Lambdas (staging the video request is in ``staging``,
+and the GenerateImage step as a whole in ``image_step``: they alone need the image and multipart libraries).
+InvokeVideo calls ``start_render`` (its video slot, then ``invoke_video``), AsyncResult ``settle_render``
+(``complete_video``, then the slot is free) and ReconcileVideo ``reconcile_video``.
 
 Each step is safe to run again: it re-enters its own stage (a retry), skips work whose result is
 already recorded, and refuses to move a job backwards.
@@ -36,13 +38,14 @@ from omnireel.jobs.request import JobRequest
 from omnireel.media.image_request import image_request_body
 from omnireel.media.mp4 import BLOCK_BYTES, block_reader, check_mp4_boxes
 from omnireel.media.notification import AsyncInferenceNotification, InvocationStatus
-from omnireel.runtime.observability import logger
+from omnireel.runtime.observability import logger, stage_duration
 from omnireel.usage.metering import Metering, video_ms_from_notification
 
 if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and its dependencies)
     from collections.abc import Callable
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from omnireel.admission.gate import Gate
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
@@ -152,6 +155,41 @@ def invoke_video(
         metering = replace(job.metering or Metering(), video_invoked_at=iso(now()), video_instance_type=instance_type)
         jobs.set_fields(job_id, async_invocation=to_dict(invocation, omit_none=True), metering=to_dict(metering))
     callbacks.heartbeat(task_token)
+
+
+def start_render(
+    job_id: str,
+    task_token: str,
+    *,
+    gate: Gate,
+    jobs: JobStore,
+    endpoint: VideoEndpoint,
+    callbacks: TaskCallbacks,
+    artifacts: ArtifactStore,
+    invocation_timeout_seconds: int,
+    request_ttl_seconds: int,
+    instance_type: str | None = None,
+) -> dict[str, object]:
+    """The InvokeVideo step: take a video slot first (admission's fast path). Not admitted: answer this task's own
+    token with ``admitted: false`` and the state machine parks the job in WaitForVideoSlot; else queue the render
+    (``invoke_video``). The slot is freed when the render's result arrives (``settle_render``) or the job ends.
+    Returns the step's output."""
+    if not gate.acquire(job_id, "video"):
+        callbacks.succeed(task_token, {"job_id": job_id, "admitted": False})
+        return {"job_id": job_id, "queued": False, "admitted": False}
+    with stage_duration("invoke_video"):
+        invoke_video(
+            job_id,
+            task_token,
+            jobs=jobs,
+            endpoint=endpoint,
+            callbacks=callbacks,
+            artifacts=artifacts,
+            invocation_timeout_seconds=invocation_timeout_seconds,
+            request_ttl_seconds=request_ttl_seconds,
+            instance_type=instance_type,
+        )
+    return {"job_id": job_id, "queued": True}
 
 
 @cache
@@ -285,6 +323,30 @@ def complete_video(
     failure = error_cls(f"the video endpoint reported {notification.invocation_status.value}: {detail}")
     callbacks.fail(token, failure.code, failure.code, failure.message)
     return "failed"
+
+
+def settle_render(
+    notification: AsyncInferenceNotification,
+    *,
+    gate: Gate,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    callbacks: TaskCallbacks,
+    publisher: EventPublisher,
+    presign_seconds: int,
+) -> str:
+    """The AsyncResult step: answer the render's waiting task (``complete_video``), then free its video slot: the
+    render is over (success or error, also for a job cancelled meanwhile) and the next waiting job gets the slot."""
+    outcome = complete_video(
+        notification,
+        jobs=jobs,
+        artifacts=artifacts,
+        callbacks=callbacks,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+    )
+    gate.release(notification.inference_id, "video")
+    return outcome
 
 
 def reconcile_video(job_id: str, *, jobs: JobStore, artifacts: ArtifactStore) -> str:
