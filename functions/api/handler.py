@@ -45,12 +45,11 @@ from omnireel.core.errors import (
     WebhookOwnerUnknown,
 )
 from omnireel.jobs.cancellation import cancel_job, cancellation_view
-from omnireel.jobs.job import Job, JobStatus
+from omnireel.jobs.job import Job
 from omnireel.jobs.job_view import job_view, terminal_event_view
 from omnireel.jobs.listing import job_summary, list_jobs, parse_list_query
-from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import check_webhook_url, parse_job_request_json
-from omnireel.jobs.submission import submit_job
+from omnireel.jobs.submission import submit_api_job
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.runtime.settings import ApiSettings
@@ -125,16 +124,17 @@ def create_job() -> Response:
     request = parse_job_request_json(body, default_video_steps=settings.default_video_steps)
     if request.webhook:  # where it may be sent (https, public addresses only), its DNS lookup bounded (submit_check)
         check_webhook_target(request.webhook, allow_loopback_http=settings.webhook_allow_loopback_http)
-    caller = _caller()
-    natural_key = f"api:{caller}:{key}" if key else None
-    job, created = submit_job(
+    # A job whose execution name is taken is failed there (ExecutionNameTaken, mapped below).
+    job, created = submit_api_job(
         request,
-        source="api",
-        natural_key=natural_key,
+        owner=_caller(),
+        owner_arn=_caller_arn(),
+        idempotency_key=key,
         jobs=jobs,
         workflow=workflow,
-        owner=caller,
-        owner_arn=_caller_arn(),
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=settings.presign_seconds,
     )
     if created:
         metrics.add_metric(name="jobs_accepted", unit=MetricUnit.Count, value=1)
@@ -171,8 +171,7 @@ def get_usage() -> Response:
 @app.get("/jobs/<job_id>")
 def get_job(job_id: str) -> Response:
     job = _visible_job(job_id)
-    queue = gate.position(job) if job.waiting_entry else None
-    return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds, queue))
+    return Response(200, content_types.APPLICATION_JSON, job_view(job, artifacts, settings.presign_seconds, gate))
 
 
 @app.get("/jobs/<job_id>/event")
@@ -292,8 +291,8 @@ def get_batch(batch_id: str) -> Response:
 
 
 # One error -> status table: every domain error a route may raise, and its status. A subclass takes its nearest
-# listed ancestor's status (tests/unit/domain/test_boundaries.py: every error a route can raise is covered, derived
-# from the code).
+# listed ancestor's status (tests/unit/architecture/test_boundaries.py: every error a route can raise is covered,
+# derived from the code).
 ERROR_STATUS: dict[type[OmnireelError], int] = {
     InvalidRequest: 400,
     NotJobOwner: 403,
@@ -317,20 +316,11 @@ def status_of(exc: OmnireelError) -> int:
     return next(ERROR_STATUS[cls] for cls in type(exc).__mro__ if cls in ERROR_STATUS)
 
 
-def _fail_unstartable(exc: ExecutionNameTaken) -> None:
-    """A job whose execution name is taken is failed now, with its one ``job.failed`` (a retry with the same key
-    answers that failed job), not left for the deadline sweep."""
-    cause = json.dumps(exc.to_dict())
-    finish_job(
-        exc.job_id, JobStatus.FAILED, step_error={"Error": exc.code, "Cause": cause}, jobs=jobs, artifacts=artifacts,
-        publisher=publisher, presign_seconds=settings.presign_seconds,
-    )  # fmt: skip
-
-
 @app.exception_handler(list(ERROR_STATUS))
 def domain_error(exc: OmnireelError) -> Response:
     """Every domain error a route raises: ``{"error": {"code", "message"}}`` with its status from ``ERROR_STATUS``,
-    and, for the errors that name a resource, where it stands."""
+    and, for the errors that name a resource, where it stands. It maps errors and starts nothing (the use cases
+    already did what an error calls for: tests/unit/architecture/test_handlers_only_wire.py)."""
     error: dict[str, object] = {"code": exc.code, "message": bounded(exc.message)}
     if isinstance(exc, InvalidRequest) and exc.problems:
         error["problems"] = exc.problems  # each problem as {"field", "message"}, within a byte budget
@@ -342,8 +332,7 @@ def domain_error(exc: OmnireelError) -> Response:
         headers["Retry-After"] = str(RETRY_AFTER_S)
     if isinstance(exc, JobFinished):
         body["status"] = exc.status
-    elif isinstance(exc, ExecutionNameTaken):
-        _fail_unstartable(exc)
+    elif isinstance(exc, ExecutionNameTaken):  # submit_api_job failed the job already: the body says so
         body.update(job_id=exc.job_id, status="failed")
     elif isinstance(exc, BatchIntakeFailed):
         body["batch_id"] = exc.batch_id

@@ -8,11 +8,10 @@ It reads only the jobs table's open-jobs index, so its cost follows the number o
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
-from omnireel.jobs.deadline import fail_overdue_jobs
+from omnireel.jobs.deadline import sweep_open_jobs
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import DeadlineSettings
-from omnireel.usage.heal import heal_pending_counters
 
 settings = DeadlineSettings.from_env()
 jobs = adapters.job_store(settings)
@@ -24,17 +23,19 @@ usage = adapters.usage_store(settings)  # the pending counters' heal (omnireel.u
 
 @lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
-    failed = fail_overdue_jobs(
+    sweep = sweep_open_jobs(
         deadline_seconds=settings.job_deadline_seconds,
         jobs=jobs,
         workflow=workflow,
         artifacts=artifacts,
         publisher=publisher,
         presign_seconds=settings.presign_seconds,
+        usage=usage,
     )
-    if failed:
-        metrics.add_metric(name="jobs_failed_by_deadline", unit=MetricUnit.Count, value=len(failed))
-    healed = heal_pending_counters(jobs=jobs, usage=usage) if usage is not None else {}
-    if healed:
-        metrics.add_metric(name="pending_counters_healed", unit=MetricUnit.Count, value=len(healed))
-    return {"failed": failed, "pending_counters_healed": len(healed)}
+    if sweep.failed:
+        metrics.add_metric(name="jobs_failed_by_deadline", unit=MetricUnit.Count, value=len(sweep.failed))
+    if sweep.pending_counters_healed:
+        metrics.add_metric(
+            name="pending_counters_healed", unit=MetricUnit.Count, value=len(sweep.pending_counters_healed)
+        )
+    return {"failed": sweep.failed, "pending_counters_healed": len(sweep.pending_counters_healed)}

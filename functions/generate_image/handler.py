@@ -2,7 +2,7 @@
 admitted: answer ``admitted: false`` and the state machine parks the job in WaitForImageSlot), call the real-time
 image endpoint and free the slot as soon as it answers, store the PNG in jobs/<id>/image.png,
 build the video request from those bytes and stage it in jobs/<id>/video-request.multipart (no S3 round trip of the
-PNG), then publish job.image_ready (one use case: ``omnireel.jobs.image_step``). The next state, InvokeVideo, queues
+PNG), then publish job.image_ready (one use case: ``omnireel.jobs.staging``). The next state, InvokeVideo, queues
 the staged request and waits for the render.
 """
 
@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.admission.gate import Gate
 from omnireel.aws import adapters
-from omnireel.jobs.image_step import generate_image_and_stage_video
+from omnireel.jobs.staging import generate_image_and_stage_video
 from omnireel.runtime.handler import lambda_handler, parse_step_input
 from omnireel.runtime.observability import logger
 from omnireel.runtime.settings import ImageSettings

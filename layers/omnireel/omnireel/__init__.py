@@ -13,14 +13,14 @@ Folders are capabilities, so a feature is found by its folder:
 - ``media/``: the model containers' wire contracts: image and video requests, the reference image, output checks, the
   async notification;
 - ``core/``: the words three or more folders share: typed errors, bounded text, record structs, the caller scope, the
-  clock, job ids, S3 URIs and object versions, SQS message text (``tests/unit/domain/test_rooms.py`` keeps such words
-  here);
+  clock, job ids, S3 URIs and object versions, SQS message text (``tests/unit/architecture/test_rooms.py`` keeps such
+  words here);
 - ``runtime/``: what every Lambda function's runtime shares: settings, observability, the handler decorators;
 - ``aws/``: the AWS adapters (the only place botocore is imported; boto3 is not imported at all).
 
 Across the folders, every module belongs to exactly one of four layers; an arrow is "may import". The list below is
-the map itself: ``tests/unit/domain/test_boundaries.py`` reads it, checks that it names every module of the package
-exactly once, and fences the arrows (see ``docs/development.md``).
+the map itself: ``tests/unit/architecture/test_boundaries.py`` reads it, checks that it names every module of the
+package exactly once, and fences the arrows (see ``docs/development.md``).
 
 - **models and rules** (no AWS, no I/O; they import only each other and pure libraries: msgspec for the records and
   events, pyvips, urllib3's multipart encoder; no pydantic: nothing on a function's cold path imports it):
@@ -36,8 +36,7 @@ exactly once, and fences the arrows (see ``docs/development.md``).
   ``runtime.observability``):
   ``jobs.submission`` (accept a request), ``jobs.inbox`` (a dropped file becomes a job), ``jobs.steps`` (the
   pipeline's steps), ``jobs.staging`` (stage the video request: apart, so only GenerateImage loads the image and
-  multipart libraries), ``jobs.image_step`` (the GenerateImage step: its slot, the image, the staged request,
-  ``job.image_ready``), ``jobs.outcome`` (finish a job: terminal transition and its one event), ``jobs.cancellation``
+  multipart libraries), ``jobs.outcome`` (finish a job: terminal transition and its one event), ``jobs.cancellation``
   (DELETE /jobs/{id}), ``jobs.listing`` (GET /jobs), ``jobs.deadline`` (the safety net), ``jobs.job_view``
   (GET /jobs/{id}), ``jobs.artifact_links`` (presigned links), ``events.progress`` (``job.image_ready``),
   ``batches.intake`` (start a batch), ``batches.fanout`` (split steps and lines -> jobs, backpressure),

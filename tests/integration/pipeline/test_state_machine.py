@@ -5,7 +5,7 @@ import json
 import pytest
 
 from omnireel.core.errors import EndpointRejected
-from omnireel.jobs import image_step
+from omnireel.jobs import staging
 from tests.integration.pipeline.harness import Context, tiny_mp4
 
 PROMPT = {"prompt": "a paper boat on a rainy street", "seed": 7}
@@ -323,7 +323,7 @@ def test_a_crash_after_the_render_is_queued_is_retried_and_never_renders_twice(p
 def test_a_crash_after_the_image_state_staged_is_retried_without_a_second_model_call(pipeline, monkeypatch):
     """GenerateImage crashes after storing the image and staging the request (here: publishing job.image_ready): its
     own retrier runs it again, which reuses the stored image, and InvokeVideo then queues the render exactly once."""
-    original, crashes = image_step.publish_image_ready, []
+    original, crashes = staging.publish_image_ready, []
 
     def crash_once(*args, **kwargs):
         if not crashes:
@@ -331,7 +331,7 @@ def test_a_crash_after_the_image_state_staged_is_retried_without_a_second_model_
             raise RuntimeError("injected crash after staging")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(image_step, "publish_image_ready", crash_once)
+    monkeypatch.setattr(staging, "publish_image_ready", crash_once)
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
     pipeline.write_output(job_id, tiny_mp4())
@@ -441,7 +441,7 @@ def test_a_render_done_before_job_image_ready_gets_it_published_first(pipeline, 
     """GenerateImage publishes job.image_ready before the render is queued; a render that is done before it was
     published (here: the step never gets to it, e.g. a lost write) has AsyncResult publish it before the terminal
     event, exactly once."""
-    monkeypatch.setattr(image_step, "publish_image_ready", lambda *a, **k: None)
+    monkeypatch.setattr(staging, "publish_image_ready", lambda *a, **k: None)
     job_id = submit(pipeline)
     pipeline.wait_rendering(job_id)
     pipeline.write_output(job_id, tiny_mp4())

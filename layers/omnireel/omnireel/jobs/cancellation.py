@@ -14,8 +14,6 @@ video slot of a render SageMaker still runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
@@ -23,10 +21,7 @@ from omnireel.aws.workflow import Workflow
 from omnireel.core.errors import JobConflict, JobFinished
 from omnireel.core.records import to_dict
 from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus
-from omnireel.jobs.outcome import finish_job
-
-if TYPE_CHECKING:
-    from omnireel.admission.gate import Gate
+from omnireel.jobs.outcome import AdmissionExit, finish_job
 
 CANCELLED_MESSAGE = "cancelled by its owner (DELETE /jobs/{id})"
 QUEUED_RENDER_NOTE = (
@@ -45,7 +40,7 @@ def cancel_job(
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
-    gate: Gate | None = None,
+    gate: AdmissionExit | None = None,
 ) -> Job:
     """Cancel ``job`` (already checked to be the caller's); return the cancelled job.
 

@@ -11,23 +11,27 @@ Everything else in the pipeline ends a job through its execution (RecordFailure,
   The deadline is longer than any execution can run (the template test derives the bound from the state machine's
   timeouts and retries), so a job that is still running normally is never cut short.
 
-``finish_job`` keeps it exactly-once: the transition is conditional and the event is claimed once.
+``finish_job`` keeps it exactly-once: the transition is conditional and the event is claimed once. The schedule runs
+``sweep_open_jobs``: these failures, then the recount of the callers' pending counters (``omnireel.usage.heal``).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.usage_store import UsageStore
 from omnireel.aws.workflow import Workflow
 from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.errors import JobDeadlineExceeded, OmnireelError, WorkflowNotStarted
 from omnireel.jobs.job import Job, JobStatus
 from omnireel.jobs.outcome import finish_job
 from omnireel.runtime.observability import logger
+from omnireel.usage.heal import heal_pending_counters
 
 # Far longer than the moment between writing a job record and starting its execution (one API or inbox invocation,
 # with the client's retries), and two sweeps long.
@@ -66,6 +70,37 @@ def fail_overdue_jobs(
             logger.warning("overdue job failed", extra={"job_id": job_id, "status": job.status, "code": error.code})
             failed.append(job_id)
     return failed
+
+
+@dataclass(frozen=True)
+class Sweep:
+    failed: list[str]  # the jobs failed now
+    pending_counters_healed: dict[str, int] = field(default_factory=dict)  # omnireel.usage.heal: counters corrected
+
+
+def sweep_open_jobs(
+    *,
+    deadline_seconds: int,
+    jobs: JobStore,
+    workflow: Workflow,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+    usage: UsageStore | None,
+) -> Sweep:
+    """The safety net's schedule: fail the jobs no execution will end (``fail_overdue_jobs``), then, where the stack
+    counts pending jobs per caller (``usage``), recount those counters from the open jobs
+    (``heal_pending_counters``)."""
+    failed = fail_overdue_jobs(
+        deadline_seconds=deadline_seconds,
+        jobs=jobs,
+        workflow=workflow,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+    )
+    healed = heal_pending_counters(jobs=jobs, usage=usage) if usage is not None else {}
+    return Sweep(failed, healed)
 
 
 def running_s(job: Job, moment: datetime) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.core.clock import now
@@ -15,11 +15,18 @@ from omnireel.jobs.job import Job
 from omnireel.usage.metering import usage_view
 
 
+class AdmissionQueue(Protocol):
+    """Where a waiting job stands in admission's queue (``omnireel.admission.gate.Gate``)."""
+
+    def position(self, job: Job) -> QueuePosition | None: ...
+
+
 def job_view(
-    job: Job, artifacts: ArtifactStore, presign_seconds: int, queue: QueuePosition | None = None
+    job: Job, artifacts: ArtifactStore, presign_seconds: int, gate: AdmissionQueue | None = None
 ) -> dict[str, Any]:
     """GET /jobs/{id}: status, per-stage timings, artifacts with presigned URLs, error; ``queue``: where a job waiting
-    for a slot stands (``omnireel.admission.gate.Gate.position``), null when it does not wait."""
+    for a slot stands (read from admission: ``gate``, ``Gate.position``), null when it does not wait."""
+    queue: QueuePosition | None = gate.position(job) if gate is not None and job.waiting_entry else None
     return {
         "job_id": job.job_id,
         "status": job.status.value,

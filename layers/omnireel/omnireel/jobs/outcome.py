@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
@@ -15,8 +15,11 @@ from omnireel.jobs.artifact_links import artifact_links
 from omnireel.jobs.job import STAGE_OF_STATUS, Job, JobError, JobStatus
 from omnireel.runtime.observability import logger
 
-if TYPE_CHECKING:
-    from omnireel.admission.gate import Gate
+
+class AdmissionExit(Protocol):
+    """What a job's end asks of admission (``omnireel.admission.gate.Gate``): out of its queue, its slots freed."""
+
+    def leave(self, job: Job) -> None: ...
 
 
 def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
@@ -70,7 +73,7 @@ def finish_and_leave(
     outcome: JobStatus,
     *,
     step_error: dict[str, Any] | None,
-    gate: Gate,
+    gate: AdmissionExit,
     jobs: JobStore,
     artifacts: ArtifactStore,
     publisher: EventPublisher,

@@ -1,5 +1,7 @@
 """Staging the video request: the generated image becomes the /v1/videos/sync request, stored in S3 for the async
-endpoint. GenerateImage runs it right after the image; the next state, InvokeVideo, queues it (``steps.invoke_video``).
+endpoint. GenerateImage runs it right after the image; the next state, InvokeVideo, queues it (``steps.start_render``).
+The GenerateImage step as one use case is here too (``generate_image_and_stage_video``): admission's image slot, the
+image call, staging and ``job.image_ready``.
 
 Its own module so that only the function that stages imports the image library (libvips): the other step functions'
 cold starts do not pay for it.
@@ -17,15 +19,19 @@ from omnireel.aws.job_store import JobStore
 from omnireel.core.errors import JobConflict
 from omnireel.core.records import to_dict
 from omnireel.core.s3uri import S3Uri
+from omnireel.events.progress import publish_image_ready
 from omnireel.jobs.job import JobStatus, video_request_key
 from omnireel.jobs.request import JobRequest
-from omnireel.jobs.steps import require_request, side_thread
+from omnireel.jobs.steps import AdmissionSlots, generate_image, require_request, side_thread
 from omnireel.media.reference_image import VideoReference, prepare_video_reference
 from omnireel.media.video_request import VideoRequestBody, build_video_request
-from omnireel.runtime.observability import logger
+from omnireel.runtime.observability import logger, stage_duration
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    from omnireel.aws.event_publisher import EventPublisher
+    from omnireel.aws.image_endpoint import ImageEndpoint
 
 
 @dataclass(frozen=True)
@@ -89,3 +95,51 @@ def stage_video_request(
     )
     jobs.set_fields(job_id, artifacts=to_dict(replace(job.artifacts, video_request=uri), omit_none=True))
     return StagedRequest(uri, staged.content_type)
+
+
+def generate_image_and_stage_video(
+    job_id: str,
+    *,
+    gate: AdmissionSlots,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    endpoint: ImageEndpoint,
+    publisher: EventPublisher,
+    image_model_id: str | None,
+    video_model_id: str | None,
+    presign_seconds: int,
+    instance_types: list[str] | None = None,
+) -> dict[str, object]:
+    """The step's output: ``admitted`` (false: ``queue_seconds`` is the wait's timeout), the image and the staged
+    video request. Safe to run again: a retry reuses a stored image and a staged request, and publishes
+    ``job.image_ready`` only if it was not (``events.progress``)."""
+    if not gate.acquire(job_id, "image"):
+        return {"job_id": job_id, "admitted": False, "queue_seconds": gate.queue_seconds(job_id)}
+    slot = gate.held(job_id, "image")
+    try:
+        with stage_duration("generate_image"):
+            image = generate_image(
+                job_id,
+                jobs=jobs,
+                artifacts=artifacts,
+                endpoint=endpoint,
+                model_id=image_model_id,
+                after_model_call=slot.release,
+                instance_types=instance_types,
+            )
+    finally:
+        slot.release()  # the step left before or without the model call
+    with stage_duration("stage_video_request"):
+        staged = stage_video_request(
+            job_id,
+            png=image.png,
+            jobs=jobs,
+            artifacts=artifacts,
+            model_id=video_model_id,
+            record_artifacts=image.artifacts,
+            record_fields={"metering": image.metering} if image.metering else None,
+            request=image.request,
+        )
+    # As soon as the still and the request are stored (also on a retry that found them stored: published once).
+    publish_image_ready(job_id, jobs=jobs, artifacts=artifacts, publisher=publisher, presign_seconds=presign_seconds)
+    return {"job_id": job_id, "admitted": True, "queue_seconds": 0, "image": image.uri, "video_request": staged.uri}

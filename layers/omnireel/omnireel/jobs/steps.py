@@ -1,5 +1,5 @@
 """The pipeline's steps, one function each, called by the step Lambdas (staging the video request is in ``staging``,
-and the GenerateImage step as a whole in ``image_step``: they alone need the image and multipart libraries).
+with the GenerateImage step as a whole: it alone needs the image and multipart libraries).
 InvokeVideo calls ``start_render`` (its video slot, then ``invoke_video``), AsyncResult ``settle_render``
 (``complete_video``, then the slot is free) and ReconcileVideo ``reconcile_video``.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from msgspec.structs import replace
 
@@ -45,13 +45,26 @@ if TYPE_CHECKING:  # each step Lambda imports only its own endpoint adapter (and
     from collections.abc import Callable
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from omnireel.admission.gate import Gate
     from omnireel.aws.image_endpoint import ImageEndpoint
     from omnireel.aws.video_endpoint import VideoEndpoint
 
 # Error names async_result sends with SendTaskFailure. The InvokeVideo state must never retry them (a retry
 # would wait for a render that is not coming): its first retrier lists exactly these (a test keeps the two in step).
 CALLBACK_FAILURE_CODES = (VideoRenderFailed.code, VideoExpired.code, MalformedModelOutput.code)
+
+
+class HeldSlot(Protocol):
+    def release(self) -> None: ...
+
+
+class AdmissionSlots(Protocol):
+    """What a step asks of admission (``omnireel.admission.gate.Gate``): a slot on its model endpoint before it calls
+    it, freed when the call is over."""
+
+    def acquire(self, job_id: str, kind: Literal["image", "video"]) -> bool: ...
+    def held(self, job_id: str, kind: Literal["image", "video"]) -> HeldSlot: ...
+    def release(self, job_id: str, kind: Literal["image", "video"]) -> bool: ...
+    def queue_seconds(self, job_id: str) -> int: ...
 
 
 def require_request(job: Job) -> JobRequest:
@@ -161,7 +174,7 @@ def start_render(
     job_id: str,
     task_token: str,
     *,
-    gate: Gate,
+    gate: AdmissionSlots,
     jobs: JobStore,
     endpoint: VideoEndpoint,
     callbacks: TaskCallbacks,
@@ -328,7 +341,7 @@ def complete_video(
 def settle_render(
     notification: AsyncInferenceNotification,
     *,
-    gate: Gate,
+    gate: AdmissionSlots,
     jobs: JobStore,
     artifacts: ArtifactStore,
     callbacks: TaskCallbacks,

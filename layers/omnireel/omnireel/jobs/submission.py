@@ -1,14 +1,20 @@
-"""Accepting work: a validated request becomes a job record and one named execution."""
+"""Accepting work: a validated request becomes a job record and one named execution (``submit_job``; POST /jobs is
+``submit_api_job``)."""
 
 from __future__ import annotations
 
+import json
+
+from omnireel.aws.artifact_store import ArtifactStore
+from omnireel.aws.event_publisher import EventPublisher
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
 from omnireel.core.clock import iso, now
-from omnireel.core.errors import IdempotencyConflict
+from omnireel.core.errors import ExecutionNameTaken, IdempotencyConflict
 from omnireel.core.ids import job_id_for, new_job_id
 from omnireel.core.s3uri import SourceVersion
 from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus, fingerprint, new_execution_name
+from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import JobRequest
 from omnireel.usage.limits import counted_as
 
@@ -57,6 +63,43 @@ def submit_job(
     if job.status is JobStatus.ACCEPTED:
         workflow.start(job.job_id, job.execution)
     return job, created
+
+
+def submit_api_job(
+    request: JobRequest,
+    *,
+    owner: str,
+    owner_arn: str | None,
+    idempotency_key: str | None,
+    jobs: JobStore,
+    workflow: Workflow,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+) -> tuple[Job, bool]:
+    """POST /jobs: ``submit_job`` under the caller's ``Idempotency-Key``, if any (the route checked where the request's
+    webhook may be sent first: ``omnireel.webhooks.submit_check``).
+
+    A job whose execution name is taken (``ExecutionNameTaken``: recorded, but it can never start under its name) is
+    failed at once, with its one ``job.failed`` (a retry with the same key answers that failed job), not left for the
+    deadline sweep; the error is raised again for the answer (500, naming the job)."""
+    natural_key = f"api:{owner}:{idempotency_key}" if idempotency_key else None
+    try:
+        return submit_job(
+            request,
+            source="api",
+            natural_key=natural_key,
+            jobs=jobs,
+            workflow=workflow,
+            owner=owner,
+            owner_arn=owner_arn,
+        )
+    except ExecutionNameTaken as exc:
+        finish_job(
+            exc.job_id, JobStatus.FAILED, step_error={"Error": exc.code, "Cause": json.dumps(exc.to_dict())}, jobs=jobs,
+            artifacts=artifacts, publisher=publisher, presign_seconds=presign_seconds,
+        )  # fmt: skip
+        raise
 
 
 def reject_submission(

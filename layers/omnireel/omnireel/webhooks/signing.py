@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from omnireel.core.errors import WebhookOwnerUnknown
 from omnireel.webhooks.secrets import MasterKeys, scope_secret, secrets_view, signing_secrets
 
-if TYPE_CHECKING:
-    from omnireel.aws.record_owners import RecordOwners
-    from omnireel.aws.secrets import WebhookMasterKey
+
+class RecordOwners(Protocol):
+    """Who owns a job or a batch (``omnireel.aws.record_owners.RecordOwners``: the record, authoritative)."""
+
+    def of_job(self, job_id: str) -> str | None: ...
+    def of_batch(self, batch_id: str) -> str | None: ...
+
+
+class WebhookMasterKey(Protocol):
+    """The master key document (``omnireel.aws.secrets.WebhookMasterKey``, a bounded cache of Secrets Manager)."""
+
+    def keys(self) -> MasterKeys: ...
 
 
 class QueuedEvent(Protocol):
