@@ -1,7 +1,7 @@
 """The fault suite's "slow DNS / BatchSubmit crashes and timeouts" phase (issue 33 item 2): every accepted batch
 completes, with counts that add up to its total, whatever happens to the fan-out.
 
-On the reliability stack (bench/reliability.py), through the front door and the inbox bucket, two callers:
+On the reliability stack (bench/fault_suite.py), through the front door and the inbox bucket, two callers:
 
 1. **Dead-lettered chunk.** Every BatchSubmit invocation is killed 0.05 s in (``lambda_crash`` rate 1.0) while one
    small batch is submitted, so its chunk fails every receive and lands in BatchDeadLetterQueue (the batch queue's

@@ -3,7 +3,7 @@
     .venv/bin/python bench/relay_bench.py [--ttfa-runs 200] [--streams 200,400] [--seconds 5]
 
 The relay runs as its own process (``python -m omnireel_relay``) pinned to CPU 0; the fake vLLM-Omni upstream
-(tests/unit/relay/fake_tts_upstream.py) and the clients run in this process, pinned to the other CPUs. Loopback only.
+(tests/support/relay/fake_tts_upstream.py) and the clients run in this process, pinned to the other CPUs. Loopback only.
 Results replace the 'relay' section of docs/benchmarks/relay.md (``--out FILE`` for another file).
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "relay"))
 
 from websockets.asyncio.client import connect  # noqa: E402
 
-from tests.unit.relay.fake_tts_upstream import FakeTTS  # noqa: E402
+from tests.support.relay.fake_tts_upstream import FakeTTS  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 CONFIG = json.dumps({"type": "session.config", "voice": "Vivian", "response_format": "pcm", "stream_audio": True})
@@ -225,7 +225,7 @@ async def main(args: argparse.Namespace) -> str:
         f"--seconds {args.seconds:g}`",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
         f"relay process pinned to CPU {relay_cpu}; the fake upstream (own process) and the clients on the other "
-        "CPU(s); loopback; fake vLLM-Omni upstream (tests/unit/relay/fake_tts_upstream.py) — "
+        "CPU(s); loopback; fake vLLM-Omni upstream (tests/support/relay/fake_tts_upstream.py) — "
         "no model, so these numbers are the relay's own cost.",
         "",
         "### Time to first audio (input.done → first PCM frame), first chunk produced immediately",

@@ -4,7 +4,7 @@ job-image-ready (``ImageReadyEvent``), job-queued (``QueuedEvent``) and batch-ev
 
 They are the contract consumers validate against. They were generated from the pydantic models the events used to be;
 since the events became msgspec structs (docs/decisions.md) the files are kept as they were, byte for byte, and edited
-by hand when an event changes. ``shape_mismatches`` is what keeps them honest (tests/unit/domain/test_event_schema.py):
+by hand when an event changes. ``shape_mismatches`` is what keeps them honest (tests/unit/events/test_event_schema.py):
 every struct reachable from an event has exactly the schema's properties, the same required ones, the same defaults
 and the same closed/open objects; and the tests validate the events the functions build against these files.
 

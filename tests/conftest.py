@@ -1,8 +1,21 @@
-"""Test-wide safety: no test can reach real AWS (fake credentials, a fixed region)."""
+"""Test-wide safety: no test can reach real AWS (fake credentials, a fixed region); the run order; the shared local
+stack (``stack``)."""
 
-import json
+from __future__ import annotations
+
 import os
-from pathlib import Path
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.support.run_order import longest_first
+
+if TYPE_CHECKING:
+    from tests.support.stack import LocalStack
+
+# Fixtures of tests/support used by more than one folder: `chromium` (headless Chromium for the relay's page).
+pytest_plugins = ["tests.support.chromium"]
 
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -41,20 +54,24 @@ def _share_botocore_data_loader() -> None:
 
 _share_botocore_data_loader()
 
-# `make test` runs files in parallel (pytest-xdist --dist loadfile --no-loadscope-reorder): a worker takes the next
-# file when it is done with one. The longest files go first, so the run does not end with one worker alone on a
-# long file while the others are idle (longest-processing-time-first). The seconds are measured: tests/durations.json,
-# written from a real run's JUnit reports by `make test-durations`. Only the order depends on them, never what runs;
-# tests/unit/test_test_order.py checks that the file names every test file on disk and nothing else.
-DURATIONS = Path(__file__).resolve().parent / "durations.json"
 
-
-def file_seconds() -> dict[str, float]:
-    """Measured seconds per test file (`tests/...py` -> seconds)."""
-    return {path: float(s) for path, s in json.loads(DURATIONS.read_text())["seconds"].items()}
-
-
+# The order of the files (longest first, from the measured seconds in tests/durations.json): tests/support/run_order.py.
 def pytest_collection_modifyitems(items) -> None:
-    seconds = file_seconds()
-    # stable: a file stays together; a file not in the list (the order test fails for it) runs last
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
+    longest_first(items)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """One local stack per test process (each xdist worker), started through the CLI as a user starts it, shared by
+    the e2e and the integration tests (the front-door tests' ``door`` and ``door_state`` are views of it), stopped at
+    the end of the process; no process it started may be left. Session scope: package or module scope started it again
+    every time a worker came back to a folder after a file of another one. Tests that need a variant start their own
+    (tests/support/stack.py)."""
+    from tests.support.stack import start_stack, stop_stack
+
+    local = start_stack(tmp_path_factory.mktemp("omnireel-home"))
+    try:
+        yield local
+    finally:
+        left = stop_stack(local)
+        assert not left, f"processes left after `omnireel local down`: {left}"

@@ -18,8 +18,8 @@ import pytest
 from botocore.exceptions import ClientError, WaiterError
 
 from omnireel_local import home as homedir
+from tests.support.stack import LocalStack, cli_command
 
-from .conftest import LocalStack, cli_command
 from .helpers import aws_client, png_size
 
 DLC_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:omni-sagemaker-cuda-v1.6"

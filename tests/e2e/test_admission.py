@@ -23,9 +23,9 @@ import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import JobEvents, wait_for
 
 pytestmark = pytest.mark.e2e

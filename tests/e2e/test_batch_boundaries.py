@@ -20,8 +20,8 @@ import pytest
 
 from omnireel.batches.batch import MAX_FILE_BYTES
 from omnireel.core.sqs_text import MAX_BATCH_CALL_BYTES
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import JobEvents
 from .test_batch_limits import _completed, check_batch, max_job
 

@@ -28,9 +28,9 @@ from botocore.credentials import Credentials
 from omnireel.batches.batch import MAX_FILE_BYTES
 from omnireel.jobs.request import MAX_PROMPT_CHARS
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack, start_stack, stop_stack
 
-from .conftest import LocalStack, start_stack, stop_stack
 from .helpers import JobEvents, platform_faults, wait_for
 
 SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}

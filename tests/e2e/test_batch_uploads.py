@@ -19,9 +19,8 @@ import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, Reply, aws, new_user
-
-from .conftest import LocalStack
+from tests.support.frontdoor import FrontDoorClient, Reply, aws, new_user
+from tests.support.stack import LocalStack
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import JobEvents, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -187,8 +187,8 @@ def test_post_batches_webhook_gets_one_signed_batch_completed(stack: LocalStack)
     import subprocess
 
     from omnireel_local.home import free_port
+    from tests.support.stack import ROOT, cli_command
 
-    from .conftest import ROOT, cli_command
     from .helpers import LineReader
 
     state = stack.state()

@@ -25,9 +25,9 @@ import httpx
 import pytest
 from botocore.credentials import Credentials
 
-from tests.integration.frontdoor.client import FrontDoorClient, aws, new_user
+from tests.support.frontdoor import FrontDoorClient, aws, new_user
+from tests.support.stack import LocalStack, start_stack, stop_stack
 
-from .conftest import LocalStack, start_stack, stop_stack
 from .helpers import wait_for
 
 LIMIT = 2

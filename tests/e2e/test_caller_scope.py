@@ -21,9 +21,8 @@ import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, aws, invoke_policy, new_role, session_of
-
-from .conftest import LocalStack, start_stack, stop_stack
+from tests.support.frontdoor import FrontDoorClient, aws, invoke_policy, new_role, session_of
+from tests.support.stack import LocalStack, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
 

@@ -25,9 +25,9 @@ from botocore.config import Config
 
 from omnireel_local import home as homedir
 from omnireel_template import ROOT
-from tests.integration.frontdoor.client import FrontDoorClient, Reply, new_user
+from tests.support.frontdoor import FrontDoorClient, Reply, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import aws_client
 
 pytestmark = pytest.mark.e2e

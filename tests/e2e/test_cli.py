@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
-from tests.e2e.conftest import ROOT, LocalStack, cli_command
 from tests.e2e.helpers import LineReader, aws_client, wait_for
+from tests.support.stack import ROOT, LocalStack, cli_command
 
 JOB_TIMEOUT = "120"
 

@@ -25,9 +25,9 @@ from omnireel_client import (
     NotFoundError,
     WaitTimeout,
 )
-from tests.integration.frontdoor.client import new_user
+from tests.support.frontdoor import new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import decode_mp4, png_size
 
 FAST = {"video": {"num_inference_steps": 2}}

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, LocalStack
+from tests.support.stack import ROOT, LocalStack
+
 from .helpers import wait_for
 from .test_webhook_tenants import quick_key_pickup  # noqa: F401 - the fixture (keys re-read after 1 s, then restored)
 

@@ -8,7 +8,8 @@ import json
 import pytest
 from requests_toolbelt.multipart.decoder import MultipartDecoder
 
-from .conftest import LocalStack
+from tests.support.stack import LocalStack
+
 from .helpers import aws_client
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +51,7 @@ def test_without_a_motion_prompt_the_video_call_uses_the_prompt(stack: LocalStac
 
 # ---------------------------------------------------------------- listing
 def test_listing_shows_each_caller_only_their_own_jobs_newest_first(stack: LocalStack) -> None:
-    from tests.integration.frontdoor.client import FrontDoorClient, new_user
+    from tests.support.frontdoor import FrontDoorClient, new_user
 
     state = stack.state()
     _, other = new_user(state)
@@ -180,7 +181,8 @@ def test_a_finished_job_cannot_be_cancelled(stack: LocalStack) -> None:
 def _listener(stack: LocalStack, port: int, *extra: str):  # type: ignore[no-untyped-def]
     import subprocess
 
-    from .conftest import ROOT, cli_command
+    from tests.support.stack import ROOT, cli_command
+
     from .helpers import LineReader
 
     secret = stack.outputs["OMNIREEL_WEBHOOK_SECRET"]

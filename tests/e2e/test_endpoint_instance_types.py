@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.e2e.conftest import LocalStack, start_stack, stop_stack
 from tests.e2e.helpers import aws_client
 from tests.e2e.test_adhoc_endpoints import _client, _scratch_deployer
+from tests.support.stack import LocalStack, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
 

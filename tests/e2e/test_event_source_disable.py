@@ -10,8 +10,8 @@ import json
 import pytest
 
 from bench.localstack import consumer_paused
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import aws_client, wait_for
 from .test_webhook_delivery import _listener, _stop, _submit_and_end, _webhook_queue
 

@@ -19,8 +19,8 @@ from botocore.exceptions import ClientError
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
+from tests.support.stack import LocalStack, start_stack, stop_stack
 
-from .conftest import LocalStack, start_stack, stop_stack
 from .helpers import aws_client, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import aws_client
 from .test_webhook_tenants import Receiver
 

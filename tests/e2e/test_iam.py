@@ -17,7 +17,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from .conftest import ROOT, LocalStack, cli_command
+from tests.support.stack import ROOT, LocalStack, cli_command
 
 pytestmark = pytest.mark.e2e
 

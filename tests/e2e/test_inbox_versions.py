@@ -12,9 +12,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from omnireel_local import home as homedir
-from tests.integration.relay.relay_stack import stop_process
+from tests.support.processes import stop_process
+from tests.support.stack import ROOT, LocalStack, cli_command
 
-from .conftest import ROOT, LocalStack, cli_command
 from .helpers import JobEvents, aws_client, held_s3_events, job_of_version
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ROOT, LocalStack
+from tests.support.stack import ROOT, LocalStack
 
 EVENT_FILES = sorted(p.name for p in (ROOT / "events").glob("*.json"))
 FUNCTIONS = sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists())

@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from omnireel_local import home as homedir
-
-from .conftest import LocalStack, cli_env, start_stack, stop_stack
+from tests.support.stack import LocalStack, cli_env, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
 

@@ -9,8 +9,8 @@ import subprocess
 import threading
 import time
 
-from tests.e2e.conftest import ROOT, LocalStack, cli_command
 from tests.e2e.helpers import LineReader
+from tests.support.stack import ROOT, LocalStack, cli_command
 
 UUID_LEN = 36
 

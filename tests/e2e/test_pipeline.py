@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
+from tests.support.stack import ROOT, LocalStack, cli_command
 
-from .conftest import ROOT, LocalStack, cli_command
 from .helpers import LineReader, decode_mp4, drain_events_until, png_size
 
 pytestmark = pytest.mark.e2e

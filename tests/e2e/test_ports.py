@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from omnireel_local import home as homedir
-from tests.e2e.conftest import start_stack, stop_stack
+from tests.support.stack import start_stack, stop_stack
 
 BLOCK = 8
 

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .conftest import ROOT, LocalStack, cli_command
+from tests.support.stack import ROOT, LocalStack, cli_command
 
 TIMEOUT_S = 180
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.corpus.loader import CORPUS, expand, load_cases, params
+from tests.support.corpus import CORPUS, expand, load_cases, params
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import JobEvents, aws_client, platform_faults
 
 pytestmark = pytest.mark.e2e

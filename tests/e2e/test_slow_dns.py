@@ -21,9 +21,9 @@ from botocore.credentials import Credentials
 
 from omnireel.webhooks.submit_check import SUBMIT_RESOLVE_TIMEOUT_S
 from omnireel_local import home as homedir
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import platform_faults, wait_for
 
 pytestmark = pytest.mark.e2e

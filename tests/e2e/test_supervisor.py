@@ -12,8 +12,8 @@ import pytest
 
 from omnireel_local import home as homedir
 from omnireel_local.stack import MAX_RESTARTS
+from tests.support.stack import start_stack, stop_stack
 
-from .conftest import start_stack, stop_stack
 from .helpers import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.integration.relay.test_relay_page_chromium import CDP, CHROMIUM, chromium  # noqa: F401 - the fixture
+from tests.support.chromium import CDP, CHROMIUM  # and the fixture `chromium` (tests/conftest.py's plugins)
+from tests.support.stack import LocalStack, cli_command
 
-from .conftest import LocalStack, cli_command
 from .helpers import wait_for
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium)")
@@ -64,7 +64,7 @@ def test_the_api_of_the_page_refuses_other_pages_and_other_hosts(ui: str) -> Non
 
 def test_the_page_submits_shows_stages_live_plays_the_video_cancels_lists_and_follows_a_batch(
     ui: str,
-    chromium: str,  # noqa: F811 - the fixture imported above
+    chromium: str,
 ) -> None:
     async def main() -> dict[str, Any]:
         async with connect(chromium, max_size=None, open_timeout=10, close_timeout=2) as ws:

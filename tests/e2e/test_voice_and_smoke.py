@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from omnireel_local import home as homedir
+from tests.support.stack import ROOT, LocalStack, cli_command
 
-from .conftest import ROOT, LocalStack, cli_command
 from .helpers import decode_mp4, png_size
 
 pytestmark = pytest.mark.e2e

@@ -23,8 +23,8 @@ import pytest
 
 from bench.localstack import consumer_paused
 from omnireel.aws.clients import _DEFAULT
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import aws_client, platform_faults, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -4,7 +4,7 @@ the secret it can read. Dropped files' deliveries use a secret only operators de
 signs with both keys during its grace period, then with the new one only.
 
 Two callers through the front door: A is the developer identity (the CLI), B a second IAM user with only
-execute-api:Invoke (``tests.integration.frontdoor.client.new_user``). Receivers are ``omnireel webhooks listen``.
+execute-api:Invoke (``tests.support.frontdoor.new_user``). Receivers are ``omnireel webhooks listen``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from botocore.exceptions import ClientError
 from standardwebhooks.webhooks import Webhook
 
 from omnireel_local.home import free_port
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import ROOT, LocalStack, cli_command
 
-from .conftest import ROOT, LocalStack, cli_command
 from .helpers import LineReader, aws_client, wait_for
 
 pytestmark = pytest.mark.e2e

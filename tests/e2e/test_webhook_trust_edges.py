@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from omnireel_local.home import free_port
-from tests.integration.frontdoor.client import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.stack import LocalStack
 
-from .conftest import LocalStack
 from .helpers import aws_client, wait_for
 from .test_webhook_tenants import DELIVERY_TIMEOUT_S, SMALL_VIDEO, receivers
 

@@ -1,33 +1,21 @@
-"""One local stack (started through the CLI, as in the e2e suite) for every integration test that goes through the front
-door: one per test process (session scope), stopped at its end. Package scope started it again every time an xdist
-worker came back to tests/integration after a file of another package (five starts and stops in one run)."""
+"""The front door of the local stack for the integration tests that go through it: the shared ``stack`` (one per test
+process, tests/conftest.py; the e2e tests use the same one), its state, and a client signing as the local developer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.e2e.conftest import LocalStack, start_stack, stop_stack
-from tests.integration.frontdoor.client import FrontDoorClient
+from tests.support.frontdoor import FrontDoorClient
+from tests.support.stack import LocalStack
 
 
 @pytest.fixture(scope="session")
-def door_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    local = start_stack(tmp_path_factory.mktemp("omnireel-front-door"), "--no-relay")
-    try:
-        yield local
-    finally:
-        left = stop_stack(local)
-        assert not left, f"processes left after `omnireel local down`: {left}"
-
-
-@pytest.fixture(scope="session")
-def door_state(door_stack: LocalStack) -> dict[str, Any]:
-    return door_stack.state()
+def door_state(stack: LocalStack) -> dict[str, Any]:
+    return stack.state()
 
 
 @pytest.fixture(scope="session")

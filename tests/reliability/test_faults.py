@@ -1,9 +1,9 @@
 """Fault-injection suite, short version (issue 6 item 1): every accepted job ends in exactly one terminal event.
 
 One isolated local stack (temp OMNIREEL_HOME, free ports, short callback timeouts), 12 fault phases of 3 jobs each
-(bench/reliability.py has the phases, the invariant check and the long version), the hostile consumers, and slow DNS
-with BatchSubmit crashes and timeouts (bench/batch_faults.py: every accepted batch completes, counts adding up; about
-100 s of the run). Seeded; bounded: each phase has a deadline.
+(bench/fault_suite.py has the phases and the invariant check; bench/reliability.py runs the long version and writes
+its report), the hostile consumers, and slow DNS with BatchSubmit crashes and timeouts (bench/batch_faults.py: every
+accepted batch completes, counts adding up; about 100 s of the run). Seeded; bounded: each phase has a deadline.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections import Counter
 
 import pytest
 
+from bench.fault_suite import RunResult, run
 from bench.hostile_consumers import HostileResult
 from bench.localstack import PROGRESS_EVENTS
-from bench.reliability import RunResult, run
 
 # The phases bound themselves (a deadline each; a job still open at its phase's deadline fails the first test below),
 # so this outer limit only catches a hang. It is not a speed target: ~80 s alone on an idle 2-core machine, but under

@@ -1,6 +1,7 @@
 """Issue 29 item 4: no import cycles between the modules of each package, derived from the code: every ``import``
 counts, at module level, inside a function or under ``TYPE_CHECKING`` (a cycle hidden in a function is still a cycle
-a reader has to untangle). The domain package has its own, stricter fence (tests/unit/domain/test_boundaries.py)."""
+a reader has to untangle). The domain package has its own, stricter fence
+(tests/unit/architecture/test_boundaries.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The run order and the lanes (issue 35 items 2 and 3): tests/durations.json names every test file on disk with its
-measured seconds (or an estimate for a new one), tests/conftest.py hands files out longest first from it, and the
-Makefile's lanes name paths and tests that exist, each run by exactly one lane."""
+measured seconds (or an estimate for a new one), tests/conftest.py hands files out longest first from it
+(tests/support/run_order.py), and the Makefile's lanes name paths and tests that exist, each run by exactly one lane."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import re
 from pathlib import Path
 
-import tests.conftest as conftest
 from scripts.test_durations import test_files as files_on_disk
+from tests.support import run_order
 
 ROOT = Path(__file__).resolve().parents[2]
 REFRESH = (
@@ -37,7 +37,7 @@ def recipe(target: str) -> str:
 
 
 def test_durations_name_every_test_file_on_disk() -> None:
-    seconds = conftest.file_seconds()
+    seconds = run_order.file_seconds()
     on_disk = files_on_disk()
     assert len(on_disk) > 100  # the rule found the suite
     missing = sorted(set(on_disk) - set(seconds))
@@ -55,7 +55,7 @@ def test_the_file_on_disk_rule_matches_what_pytest_collects() -> None:
 
 def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(monkeypatch) -> None:
     seconds = {"tests/unit/a.py": 1.0, "tests/e2e/b.py": 90.0, "tests/e2e/c.py": 200.0}
-    monkeypatch.setattr(conftest, "file_seconds", lambda: seconds)
+    monkeypatch.setattr(run_order, "file_seconds", lambda: seconds)
 
     class Item:
         def __init__(self, nodeid: str) -> None:
@@ -63,7 +63,7 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
 
     ids = ["tests/unit/a.py::x", "tests/e2e/b.py::y", "tests/unit/a.py::z", "tests/e2e/c.py::w[1]", "tests/new.py::n"]
     items = [Item(n) for n in ids]
-    conftest.pytest_collection_modifyitems(items)
+    run_order.longest_first(items)
     assert [i.nodeid for i in items] == [
         "tests/e2e/c.py::w[1]",
         "tests/e2e/b.py::y",
@@ -71,6 +71,11 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
         "tests/unit/a.py::z",
         "tests/new.py::n",
     ]
+    # the collection hook of tests/conftest.py is this order
+    assert (
+        "def pytest_collection_modifyitems(items) -> None:\n    longest_first(items)\n"
+        in (ROOT / "tests" / "conftest.py").read_text()
+    )
 
 
 def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> None:

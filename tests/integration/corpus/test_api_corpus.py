@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.corpus.loader import expand, params
 from tests.integration.pipeline.harness import Context, api_event, load_template
+from tests.support.corpus import expand, params
 
 CASE_SECONDS = 5.0
 

@@ -15,8 +15,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.corpus.loader import expand, params
-from tests.integration.frontdoor.client import FrontDoorClient, Reply, executions
+from tests.support.corpus import expand, params
+from tests.support.frontdoor import FrontDoorClient, Reply, executions
 
 CASE_SECONDS = 10.0  # a real HTTP round trip, a SigV4 check and a Lambda worker in between
 

@@ -18,8 +18,8 @@ from urllib.parse import quote_plus
 import pytest
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
-from tests.corpus.loader import CORPUS, expand, params
 from tests.integration.pipeline.harness import Context, s3_put_event
+from tests.support.corpus import CORPUS, expand, params
 
 _EVENTS: list[dict[str, Any]] = []  # job events received so far (the queue is shared by the module's cases)
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.integration.relay.relay_stack import stop_process
+from tests.support.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -8,7 +8,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.integration.frontdoor.client import FrontDoorClient, event_for
+from tests.support.frontdoor import FrontDoorClient, event_for
 
 JOB_TIMEOUT_S = 60.0
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from omnireel.core.bounded import MAX_MESSAGE_CHARS
-from tests.integration.frontdoor.client import FrontDoorClient, aws, event_for, executions
+from tests.support.frontdoor import FrontDoorClient, aws, event_for, executions
 
 
 @pytest.mark.parametrize(

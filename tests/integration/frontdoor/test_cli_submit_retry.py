@@ -17,8 +17,8 @@ import pytest
 from omnireel.jobs.job import job_id_of_execution
 from omnireel_cli import jobs
 from omnireel_cli.target import Target
-from tests.e2e.conftest import LocalStack
-from tests.integration.frontdoor.client import executions
+from tests.support.frontdoor import executions
+from tests.support.stack import LocalStack
 
 
 class _DropFirstAnswer(ThreadingHTTPServer):
@@ -62,8 +62,8 @@ class _Forward(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def lossy_api(door_stack: LocalStack) -> Iterator[_DropFirstAnswer]:
-    proxy = _DropFirstAnswer(door_stack.state()["api_url"])
+def lossy_api(stack: LocalStack) -> Iterator[_DropFirstAnswer]:
+    proxy = _DropFirstAnswer(stack.state()["api_url"])
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
         yield proxy
@@ -73,9 +73,9 @@ def lossy_api(door_stack: LocalStack) -> Iterator[_DropFirstAnswer]:
 
 
 def test_a_retried_submit_after_a_lost_answer_is_one_job(
-    door_stack: LocalStack, door_state: dict[str, Any], lossy_api: _DropFirstAnswer, monkeypatch: pytest.MonkeyPatch
+    stack: LocalStack, door_state: dict[str, Any], lossy_api: _DropFirstAnswer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OMNIREEL_HOME", str(door_stack.home))
+    monkeypatch.setenv("OMNIREEL_HOME", str(stack.home))
     target = Target.local_stack()
     target.api_url = f"http://127.0.0.1:{lossy_api.server_address[1]}"
     before = {e["name"] for e in executions(door_state)}
@@ -90,10 +90,10 @@ def test_a_retried_submit_after_a_lost_answer_is_one_job(
     assert [job_id_of_execution(name) for name in started] == [accepted.job_id], "one submit, one job"
 
 
-def test_submit_prints_its_key_and_honours_a_given_one(door_stack: LocalStack) -> None:
-    generated = json.loads(door_stack.cli("submit", "a keyed fox", "--json", check=True).stdout)
+def test_submit_prints_its_key_and_honours_a_given_one(stack: LocalStack) -> None:
+    generated = json.loads(stack.cli("submit", "a keyed fox", "--json", check=True).stdout)
     assert generated["idempotency_key"].startswith("cli-")
     args = ("submit", "a keyed fox", "--json", "--idempotency-key", "my-key-1")
-    given = [json.loads(door_stack.cli(*args, check=True).stdout) for _ in range(2)]
+    given = [json.loads(stack.cli(*args, check=True).stdout) for _ in range(2)]
     assert [g["idempotency_key"] for g in given] == ["my-key-1", "my-key-1"]
     assert given[0]["job_id"] == given[1]["job_id"] != generated["job_id"]

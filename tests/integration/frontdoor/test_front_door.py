@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 from botocore.credentials import Credentials
 
-from tests.integration.frontdoor.client import FrontDoorClient, aws, executions, new_role, new_user, session_of
+from tests.support.frontdoor import FrontDoorClient, aws, executions, new_role, new_user, session_of
 
 TEN_MB = 10 * 1024 * 1024
 

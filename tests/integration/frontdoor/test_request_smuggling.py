@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.frontdoor.client import FrontDoorClient, executions
+from tests.support.frontdoor import FrontDoorClient, executions
 
 READ_TIMEOUT_S = 20.0  # the door's own idle timeout is 30 s: a connection still open after 20 s was kept alive
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from omnireel_cli import tts
-from tests.omnireel_command import omnireel_command
+from tests.support.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "tok/en+with=odd&chars_0123456789"

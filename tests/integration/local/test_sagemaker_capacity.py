@@ -31,7 +31,7 @@ from moto import mock_aws
 from omnireel_local import sagemaker_hosting
 from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
-from tests.integration.relay.relay_stack import stop_process
+from tests.support.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[3]
 REGION, ACCOUNT = "us-east-1", "123456789012"

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from omnireel_local import home as homedir
-from tests.omnireel_command import omnireel_command
+from tests.support.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -40,6 +40,7 @@ from omnireel_template import (
     serverless_functions,
     state_machine_substitutions,
 )
+from tests.support.media import tiny_mp4 as tiny_mp4  # the pipeline tests import it from here
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
@@ -48,24 +49,6 @@ ACCOUNT = "123456789012"
 # functions: their tables, queues and secret are not created here (the e2e tests run them on the local stack).
 NOT_IN_HARNESS = {"batch_submit", "batch_progress", "reconcile_batches", "webhook_delivery"}
 FUNCTIONS = [name for name in function_folders() if name not in NOT_IN_HARNESS]
-
-
-def tiny_mp4(frames: int = 5, size: tuple[int, int] = (64, 48)) -> bytes:
-    import av
-    import numpy as np
-
-    buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=8)
-        stream.width, stream.height = size
-        stream.pix_fmt = "yuv420p"
-        for i in range(frames):
-            array = np.full((size[1], size[0], 3), i * 40 % 255, dtype=np.uint8)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(array, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return buffer.getvalue()
 
 
 def png(width: int = 64, height: int = 64) -> bytes:

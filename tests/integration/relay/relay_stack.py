@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.unit.relay.relay_harness import TOKEN
+from tests.support.processes import stop_process
+from tests.support.relay.relay_harness import TOKEN
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -60,17 +61,6 @@ def _start(cmd: list[str], env: dict[str, str], ready_url: str, timeout: float, 
             raise RuntimeError(f"{cmd[2]} did not become ready at {ready_url}:\n{log.read_text()[-4000:]}")
         time.sleep(0.05)
     return proc
-
-
-def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """SIGTERM, wait ``grace_s``, then SIGKILL: no test process outlives its test."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def _base_env() -> dict[str, str]:

@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from tests.integration.relay.relay_stack import emulator
-from tests.unit.relay.relay_harness import CONFIG, run
+from tests.support.relay.relay_harness import CONFIG, run
 
 ABANDONED = 24
 LONG_TEXT = ("Nobody will listen to the end of this sentence, so it must not be synthesised. " * 40)[:2500]

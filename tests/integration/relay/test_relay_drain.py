@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.unit.relay.fake_tts_upstream import FakeTTS
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, run
+from tests.support.relay.fake_tts_upstream import FakeTTS
+from tests.support.relay.relay_harness import CONFIG, TOKEN, run
 
 REPO = Path(__file__).resolve().parents[3]
 

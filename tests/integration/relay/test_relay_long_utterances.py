@@ -24,7 +24,7 @@ import pytest
 
 import omnireel_relay.upstream_websocket as upstream_websocket
 from tests.integration.relay.relay_stack import emulator
-from tests.unit.relay.relay_harness import CONFIG, open_client, relay_stack, run
+from tests.support.relay.relay_harness import CONFIG, open_client, relay_stack, run
 
 RTF = 25.0  # emulator pacing: 25x real time, so 70 s of audio streams in under 3 s
 LONG_TEXT = ("The relay must hold a long utterance while the server streams it. " * 16)[:1000]  # ~70 s of audio

@@ -1,7 +1,7 @@
 """The SageMaker upstream end to end through the REAL SDK and the REAL HTTP/2 transport.
 
 client WebSocket → relay → ``aws-sdk-sagemaker-runtime-http2`` 0.12.0 → ``AWSCRTHTTPClient`` (awscrt, HTTP/2, TLS,
-ALPN ``h2``) → a local HTTP/2 server (``tests/unit/relay/h2_sagemaker_server.py``, pure-Python ``h2``) that speaks
+ALPN ``h2``) → a local HTTP/2 server (``tests/support/relay/h2_sagemaker_server.py``, pure-Python ``h2``) that speaks
 AWS event-stream framing, records the SigV4 headers and event signatures without verifying them, and answers like
 vLLM-Omni behind SageMaker. The relay is pointed at it with ``sagemaker_endpoint_uri`` and trusts its throwaway
 self-signed certificate with ``sagemaker_ca_bundle``. What stays unverified here: real SigV4 validation and
@@ -26,8 +26,8 @@ from omnireel_relay.auth import Authenticator
 from omnireel_relay.server import RelayServer
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_sagemaker import SageMakerUpstreamFactory
-from tests.unit.relay.h2_sagemaker_server import CHUNK, H2SageMakerServer
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
+from tests.support.relay.h2_sagemaker_server import CHUNK, H2SageMakerServer
+from tests.support.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
 
 
 class StaticCredentials:

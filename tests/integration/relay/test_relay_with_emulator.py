@@ -15,9 +15,10 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.integration.relay.relay_stack import Stack, emulator_and_relay, free_port, stop_process
-from tests.omnireel_command import omnireel_command
-from tests.unit.relay.relay_harness import TOKEN, run
+from tests.integration.relay.relay_stack import Stack, emulator_and_relay, free_port
+from tests.support.omnireel_command import omnireel_command
+from tests.support.processes import stop_process
+from tests.support.relay.relay_harness import TOKEN, run
 
 RTF = 4.0
 SAMPLE_RATE = 24000

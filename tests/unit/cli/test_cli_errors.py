@@ -10,7 +10,7 @@ import pytest
 
 from omnireel.jobs.request import numeric_bounds
 from omnireel_cli import job_options
-from tests.omnireel_command import ROOT, omnireel_command
+from tests.support.omnireel_command import ROOT, omnireel_command
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.omnireel_command import ROOT, omnireel_command
+from tests.support.omnireel_command import ROOT, omnireel_command
 
 
 def _imported(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> set[str]:

@@ -9,7 +9,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from omnireel_relay.auth import Authenticator
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, open_client, relay_stack, run, speak, url_of
+from tests.support.relay.relay_harness import CONFIG, TOKEN, open_client, relay_stack, run, speak, url_of
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token", TOKEN + "x", TOKEN[:-1]])

@@ -15,8 +15,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.corpus.loader import expand, params
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, open_client, relay_stack, run, url_of
+from tests.support.corpus import expand, params
+from tests.support.relay.relay_harness import CONFIG, TOKEN, open_client, relay_stack, run, url_of
 
 BYSTANDER = {**CONFIG, "voice": "Bystander"}
 WAIT = 5.0

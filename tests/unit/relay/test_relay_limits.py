@@ -7,8 +7,8 @@ import json
 
 from websockets.exceptions import ConnectionClosed
 
-from tests.unit.relay.fake_tts_upstream import FakeTTS
-from tests.unit.relay.relay_harness import CONFIG, events, open_client, relay_stack, run, speak
+from tests.support.relay.fake_tts_upstream import FakeTTS
+from tests.support.relay.relay_harness import CONFIG, events, open_client, relay_stack, run, speak
 
 
 async def _closed(ws, timeout: float = 5.0) -> tuple[int | None, str | None]:  # type: ignore[no-untyped-def]

@@ -7,8 +7,8 @@ import struct
 import urllib.error
 import urllib.request
 
-from tests.unit.relay.fake_tts_upstream import FakeTTS
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, open_client, relay_stack, run, speak
+from tests.support.relay.fake_tts_upstream import FakeTTS
+from tests.support.relay.relay_harness import CONFIG, TOKEN, events, open_client, relay_stack, run, speak
 
 
 def test_event_order_sample_rate_total_bytes_and_several_utterances_per_socket() -> None:

@@ -44,8 +44,8 @@ from omnireel_relay.upstream_sagemaker import (
     SageMakerUpstreamFactory,
     endpoint_uri,
 )
-from tests.unit.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
-from tests.unit.relay.tls_cert import self_signed_cert
+from tests.support.relay.relay_harness import CONFIG, TOKEN, events, frames_until_closed, open_client, run, speak
+from tests.support.relay.tls_cert import self_signed_cert
 
 
 def _part(data: bytes, data_type: str, state: str = "COMPLETE") -> ResponseStreamEventPayloadPart:

@@ -7,8 +7,8 @@ import asyncio
 import json
 import time
 
-from tests.unit.relay.fake_tts_upstream import FakeTTS
-from tests.unit.relay.relay_harness import CONFIG, open_client, relay_stack, run
+from tests.support.relay.fake_tts_upstream import FakeTTS
+from tests.support.relay.relay_harness import CONFIG, open_client, relay_stack, run
 
 
 async def _until(ws, kind: str, count: int = 1) -> list[str | bytes]:  # type: ignore[no-untyped-def]
@@ -56,7 +56,7 @@ def test_ttfa_after_fifty_empty_flushes_is_the_one_the_client_saw() -> None:
 def test_events_behind_a_stuck_utterance_are_held_bounded() -> None:
     """While an utterance is in flight upstream the relay forwards nothing more (held, in order); a client that
     piles up more than ``max_held_events`` gets an error and 1008, nothing grows without bound."""
-    from tests.unit.relay.relay_harness import frames_until_closed
+    from tests.support.relay.relay_harness import frames_until_closed
 
     async def main() -> None:
         async with relay_stack(upstream_progress_timeout=30, max_held_events=300) as (server, fake):

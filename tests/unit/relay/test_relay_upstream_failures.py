@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 
-from tests.unit.relay.relay_harness import CONFIG, events, frames_until_closed, open_client, relay_stack, run, speak
+from tests.support.relay.relay_harness import CONFIG, events, frames_until_closed, open_client, relay_stack, run, speak
 
 
 def _free_port() -> int:
@@ -96,7 +96,7 @@ def test_websocket_upstream_sends_no_keepalive_pings_and_uses_tcp_keepalive() ->
     import socket as socketlib
 
     from omnireel_relay.upstream_websocket import WebSocketUpstreamFactory
-    from tests.unit.relay.fake_tts_upstream import FakeTTS
+    from tests.support.relay.fake_tts_upstream import FakeTTS
 
     async def main() -> None:
         fake = FakeTTS()

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .test_template import cfn, of_type, props, sam  # noqa: F401 - pytest fixtures
+from tests.unit.template.helpers import of_type, props
 
 
-def _statements(cfn: dict[str, Any], function: str) -> list[dict[str, Any]]:  # noqa: F811
+def _statements(cfn: dict[str, Any], function: str) -> list[dict[str, Any]]:
     role = cfn["Resources"][f"{function}Role"]["Properties"]
     return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
 
 
-def test_event_sources_report_item_failures_under_a_concurrency_bound(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_event_sources_report_item_failures_under_a_concurrency_bound(cfn: dict[str, Any]) -> None:
     submit = props(cfn, "BatchSubmitEventSource")
     assert submit["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert submit["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "BatchSubmitConcurrency"}}
@@ -24,13 +24,13 @@ def test_event_sources_report_item_failures_under_a_concurrency_bound(cfn: dict[
     assert progress["EventSourceArn"] == {"Fn::GetAtt": ["BatchEventsQueue", "Arn"]}
 
 
-def test_the_in_flight_bound_is_a_parameter_of_the_submit_function(sam: dict[str, Any], cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_the_in_flight_bound_is_a_parameter_of_the_submit_function(sam: dict[str, Any], cfn: dict[str, Any]) -> None:
     assert sam["Parameters"]["BatchMaxInFlightJobs"]["Default"] >= 1
     env = props(cfn, "BatchSubmitFunction")["Environment"]["Variables"]
     assert env["BATCH_MAX_IN_FLIGHT_JOBS"] == {"Ref": "BatchMaxInFlightJobs"}
 
 
-def test_batch_queues_dead_letter_and_outlast_the_function(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_batch_queues_dead_letter_and_outlast_the_function(cfn: dict[str, Any]) -> None:
     timeout = props(cfn, "BatchSubmitFunction")["Timeout"]
     for queue in ("BatchQueue", "BatchEventsQueue"):
         queue_props = props(cfn, queue)
@@ -38,7 +38,7 @@ def test_batch_queues_dead_letter_and_outlast_the_function(cfn: dict[str, Any]) 
         assert queue_props["VisibilityTimeout"] >= 6 * timeout
 
 
-def test_the_tracker_hears_only_terminal_events_of_batch_jobs(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_the_tracker_hears_only_terminal_events_of_batch_jobs(cfn: dict[str, Any]) -> None:
     """Every terminal status's event (derived: issue 34 added job.expired, which a batch line's job can end with)."""
     from omnireel.events.job_events import event_type_for
     from omnireel.jobs.job import TERMINAL_STATUSES
@@ -51,7 +51,7 @@ def test_the_tracker_hears_only_terminal_events_of_batch_jobs(cfn: dict[str, Any
     }
 
 
-def test_batch_roles_touch_only_their_own_queue_and_the_tables(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_batch_roles_touch_only_their_own_queue_and_the_tables(cfn: dict[str, Any]) -> None:
     for function, queue in (("BatchSubmitFunction", "BatchQueue"), ("BatchProgressFunction", "BatchEventsQueue")):
         for statement in _statements(cfn, function):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -98,7 +98,7 @@ def _dead_letter_targets(value: Any) -> set[str]:
     return found
 
 
-def _queue_depth_alarms(cfn: dict[str, Any]) -> dict[str, str]:  # noqa: F811
+def _queue_depth_alarms(cfn: dict[str, Any]) -> dict[str, str]:
     """Queue logical id -> the alarm that fires when one message is visible in it."""
     alarms: dict[str, str] = {}
     for name, alarm in of_type(cfn, "AWS::CloudWatch::Alarm").items():
@@ -113,7 +113,7 @@ def _queue_depth_alarms(cfn: dict[str, Any]) -> dict[str, str]:  # noqa: F811
     return alarms
 
 
-def test_every_dead_letter_queue_has_an_alarm_and_a_runbook_line(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_every_dead_letter_queue_has_an_alarm_and_a_runbook_line(cfn: dict[str, Any]) -> None:
     targets = set()
     for resource in cfn["Resources"].values():
         targets |= _dead_letter_targets(resource.get("Properties", {}))
@@ -129,7 +129,7 @@ def test_every_dead_letter_queue_has_an_alarm_and_a_runbook_line(cfn: dict[str, 
 
 
 def test_the_reconciler_runs_on_a_schedule_reads_only_its_index_and_its_repairs_are_alarmed(
-    cfn: dict[str, Any],  # noqa: F811
+    cfn: dict[str, Any],
 ) -> None:
     from omnireel.aws.batch_store import OPEN_ITEMS_INDEX
 
@@ -160,7 +160,7 @@ def test_the_reconciler_runs_on_a_schedule_reads_only_its_index_and_its_repairs_
     assert "`BatchReconcilerRepairsAlarm`" in (ROOT / "docs" / "operations" / "dead-letter-queues.md").read_text()
 
 
-def test_the_last_receive_the_function_knows_is_the_queues(cfn: dict[str, Any]) -> None:  # noqa: F811
+def test_the_last_receive_the_function_knows_is_the_queues(cfn: dict[str, Any]) -> None:
     env = props(cfn, "BatchSubmitFunction")["Environment"]["Variables"]
     assert int(env["BATCH_MAX_RECEIVES"]) == props(cfn, "BatchQueue")["RedrivePolicy"]["maxReceiveCount"]
     assert env["BATCH_MAX_DEFERRAL_SECONDS"] == {"Ref": "BatchMaxDeferralSeconds"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from tests.unit.template.test_template import cfn, of_type, sam  # noqa: F401 - module fixtures
+from tests.unit.template.helpers import of_type
 
 PUBLIC_PATHS = ["/", "/index.html", "/healthz", "/v1/audio/speech/stream", "/auth/check"]
 BLOCKED_PATHS = ["/metrics", "/metrics/", "/metrics/anything"]
@@ -32,7 +32,7 @@ def _action_for(template: dict[str, Any], listener: str, path: str) -> dict[str,
 
 
 def test_public_relay_listener_never_forwards_metrics_but_forwards_healthz_and_the_stream(
-    cfn: dict[str, Any],  # noqa: F811
+    cfn: dict[str, Any],
 ) -> None:
     listeners = {
         name: res
@@ -81,13 +81,13 @@ def _evaluate(node: Any, values: dict[str, Any]) -> Any:
     raise AssertionError(f"not modelled: {key}")
 
 
-def _pull_resources(sam: dict[str, Any]) -> list[Any]:  # noqa: F811
+def _pull_resources(sam: dict[str, Any]) -> list[Any]:
     role = sam["Resources"]["RelayExecutionRole"]["Properties"]
     statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
     return [s["Resource"] for s in statements if "ecr:BatchGetImage" in s["Action"]]
 
 
-def test_the_relay_pulls_only_from_its_own_repository(sam: dict[str, Any]) -> None:  # noqa: F811
+def test_the_relay_pulls_only_from_its_own_repository(sam: dict[str, Any]) -> None:
     (resource,) = _pull_resources(sam)
     cases = {
         "111122223333.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:abc1234": ("aws", "omnireel-relay"),
@@ -107,7 +107,7 @@ def test_the_relay_pulls_only_from_its_own_repository(sam: dict[str, Any]) -> No
         assert "*" not in arn
 
 
-def test_the_load_balancer_reaches_only_the_relay_tasks(sam: dict[str, Any]) -> None:  # noqa: F811
+def test_the_load_balancer_reaches_only_the_relay_tasks(sam: dict[str, Any]) -> None:
     resources = sam["Resources"]
     inline = resources["RelayLoadBalancerSecurityGroup"]["Properties"]["SecurityGroupEgress"]
     # Declared, so EC2's default allow-all egress is replaced; loopback only, so it opens nothing.
@@ -140,7 +140,7 @@ def test_the_load_balancer_reaches_only_the_relay_tasks(sam: dict[str, Any]) -> 
     assert sorted(wide) == [("RelayTaskSecurityGroup", 443), ("RelayTaskSecurityGroup", 8443)]
 
 
-def test_container_insights_is_a_parameter_off_in_dev(sam: dict[str, Any]) -> None:  # noqa: F811
+def test_container_insights_is_a_parameter_off_in_dev(sam: dict[str, Any]) -> None:
     import tomllib
 
     from omnireel_template import ROOT
@@ -156,7 +156,7 @@ def test_container_insights_is_a_parameter_off_in_dev(sam: dict[str, Any]) -> No
     assert (value("dev"), value("prod")) == ("disabled", "enabled")
 
 
-def test_every_split_delimiter_is_a_literal_string(sam: dict[str, Any]) -> None:  # noqa: F811
+def test_every_split_delimiter_is_a_literal_string(sam: dict[str, Any]) -> None:
     """CloudFormation: "For the Fn::Split delimiter, you can't use any functions" (a rule over the whole template)."""
 
     def splits(node: Any) -> list[Any]:

@@ -4,7 +4,7 @@ The stores use the low-level DynamoDB client, not a boto3 ``Table`` resource, an
 with botocore, not boto3 (``omnireel.aws.clients``): boto3's ``TypeSerializer`` / ``TypeDeserializer`` cannot be
 imported without importing boto3 itself, so these few lines do what they do for the values the stores write - str,
 int, bool, None, dict, list (a float is refused, as boto3 refuses it) - and read numbers back as ``int`` (whole) or
-``float``, as the records expect. ``tests/unit/domain/test_dynamodb_values.py`` compares them with boto3's.
+``float``, as the records expect. ``tests/unit/aws/test_dynamodb_values.py`` compares them with boto3's.
 """
 
 from __future__ import annotations

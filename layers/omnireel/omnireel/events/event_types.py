@@ -2,7 +2,7 @@
 
 Every list of them is derived from the two ``Literal`` types below: the request's ``webhook_events`` check and its
 bound (``len(WEBHOOK_EVENT_TYPES)``), the default, and the events' own ``event_type`` fields. docs/openapi.yaml's
-``webhook_events`` (enum, maxItems) is checked against them (tests/unit/domain/test_openapi.py).
+``webhook_events`` (enum, maxItems) is checked against them (tests/unit/jobs/test_openapi.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ field rules below (``_IMAGE``, ``_VIDEO``, ``_REQUEST``: one line per field) and
 order, with the wording the API has always used (pydantic's, from when these were pydantic models in strict mode:
 ``prompt: Field required``, ``seed: Input should be greater than or equal to 0``; ``tests/corpus/api/cases.json`` pins
 it). msgspec's own validation stops at the first problem and words it differently, hence this small checker;
-``tests/unit/domain/test_request_oracle.py`` compares it with the former pydantic model, kept as a test-only oracle.
+``tests/unit/jobs/test_request_oracle.py`` compares it with the former pydantic model, kept as a test-only oracle.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ reference image in ``reference_image``.
 What Pillow's ``Image.open(...).verify()`` checked, without importing Pillow at GenerateImage's cold start (~0.04x of
 the cold-start yardstick, and Pillow was the layer's only use of it): the PNG signature, an IHDR chunk first with a
 non-zero size, every chunk whole and its CRC right, at least one IDAT, and an IEND. Like ``verify()``, it does not
-decompress the pixels (libvips decodes them right after, for the video reference). ``tests/unit/domain/test_media.py``
+decompress the pixels (libvips decodes them right after, for the video reference). ``tests/unit/media/test_media.py``
 compares it with Pillow on whole, cut and damaged files.
 """
 

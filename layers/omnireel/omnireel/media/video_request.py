@@ -49,7 +49,7 @@ def build_video_request(
 ) -> VideoRequestBody:
     """Encode the form with urllib3 (botocore's HTTP library, so already loaded; text parts only: no filename, so no
     file parts). The bytes are requests-toolbelt's, which this used to import along with all of requests
-    (``tests/unit/domain/test_video_request_contract.py`` compares the two)."""
+    (``tests/unit/media/test_video_request_contract.py`` compares the two)."""
     body, content_type = encode_multipart_formdata(
         video_form_fields(request, reference, model_id), boundary=boundary or f"omnireel-{uuid.uuid4().hex}"
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-CORPUS = Path(__file__).resolve().parent
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 _REPEAT = re.compile(r"\$\{(.+?)\*(\d+)\}", re.DOTALL)
 
 

@@ -16,7 +16,7 @@ from omnireel_relay.server import RelayServer
 from omnireel_relay.session import Session
 from omnireel_relay.settings import Settings
 from omnireel_relay.upstream_websocket import WebSocketUpstreamFactory
-from tests.unit.relay.fake_tts_upstream import FakeTTS
+from tests.support.relay.fake_tts_upstream import FakeTTS
 
 TOKEN = "test-token-0123456789abcdef"
 CONFIG = {

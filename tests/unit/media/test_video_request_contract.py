@@ -13,7 +13,7 @@ from starlette.requests import Request
 from omnireel.jobs.request import parse_job_request
 from omnireel.media.reference_image import prepare_video_reference
 from omnireel.media.video_request import build_video_request
-from tests.unit.domain.media_fixtures import png_bytes
+from tests.support.media import png_bytes
 
 
 def parse_like_the_container(body: bytes, content_type: str):

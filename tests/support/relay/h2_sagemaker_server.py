@@ -32,7 +32,7 @@ import h2.connection
 import h2.events
 from smithy_aws_event_stream.events import Event, EventMessage
 
-from tests.unit.relay.tls_cert import self_signed_cert
+from tests.support.relay.tls_cert import self_signed_cert
 
 CHUNK = 4800  # 100 ms of 24 kHz PCM16
 

@@ -3,7 +3,7 @@ import pytest
 from omnireel.core.errors import MalformedModelOutput
 from omnireel.media.mp4 import check_mp4
 from omnireel.media.png import check_png
-from tests.unit.domain.media_fixtures import png_bytes
+from tests.support.media import png_bytes
 
 
 def test_check_png():
@@ -23,7 +23,7 @@ def test_check_mp4():
 
 
 def _mp4() -> bytes:
-    from tests.integration.pipeline.harness import tiny_mp4
+    from tests.support.media import tiny_mp4
 
     return tiny_mp4()
 

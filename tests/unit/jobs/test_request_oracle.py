@@ -19,8 +19,8 @@ import pytest
 from omnireel.core.errors import InvalidRequest
 from omnireel.jobs.job import fingerprint
 from omnireel.jobs.request import parse_job_request, parse_job_request_json
-from tests.corpus.loader import CORPUS, expand, load_cases
-from tests.unit.domain import request_oracle as oracle
+from tests.support.corpus import CORPUS, expand, load_cases
+from tests.unit.jobs import request_oracle as oracle
 
 
 def _outcome_new(raw: str | bytes | None, data: Any, steps: int | None) -> tuple[str, Any]:

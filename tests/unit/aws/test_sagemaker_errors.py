@@ -11,7 +11,7 @@ from omnireel.aws import clients
 from omnireel.aws.image_endpoint import ImageEndpoint
 from omnireel.aws.video_endpoint import VideoEndpoint
 from omnireel.core.errors import EndpointRejected, EndpointThrottled, EndpointUnavailable, MalformedModelOutput
-from tests.unit.domain.media_fixtures import png_bytes
+from tests.support.media import png_bytes
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw, ImageOps, JpegImagePlugin
 
 from omnireel.core.errors import MalformedModelOutput, ReferenceTooLarge
 from omnireel.media.reference_image import MAX_TEXT_PART_BYTES, prepare_video_reference
-from tests.unit.domain.media_fixtures import png_bytes
+from tests.support.media import png_bytes
 
 
 def jpeg_of(part_text: str) -> bytes:

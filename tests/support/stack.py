@@ -1,6 +1,9 @@
-"""The e2e session: one local stack started through the CLI (isolated OMNIREEL_HOME, free ports), torn down at the end.
+"""A local stack started through the CLI as a user starts it (isolated OMNIREEL_HOME, free ports), and stopped.
 
-Every wait is bounded; the finalizer runs `omnireel local down` and checks that no process the stack started is left.
+``start_stack`` runs ``omnireel local up`` (every wait bounded); ``stop_stack`` runs ``omnireel local down`` and returns
+the processes the stack started that are still alive. The e2e and the integration tests share one such stack per test
+process: the ``stack`` fixture in tests/conftest.py. Tests that need a variant (template parameters, ``--no-relay``,
+fixed ports) start their own with ``start_stack``.
 """
 
 from __future__ import annotations
@@ -8,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from omnireel_cli.local_stack import parse_env_lines
 from omnireel_local import home as homedir
-from tests.omnireel_command import omnireel_command
+from tests.support.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[2]
 UP_TIMEOUT_S = 120
@@ -84,13 +86,3 @@ def stop_stack(stack: LocalStack) -> list[int]:
         pids = []
     stack.cli("local", "down", timeout=60)
     return homedir.reap(pids)
-
-
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    local = start_stack(tmp_path_factory.mktemp("omnireel-home"))
-    try:
-        yield local
-    finally:
-        left = stop_stack(local)
-        assert not left, f"processes left after `omnireel local down`: {left}"
