@@ -9,18 +9,17 @@ never deleted.
 
 A file whose caller is at ``CallerMaxPendingJobs`` (issue 34 item 5) waits: its S3 record goes to the inbox retry
 queue with a growing delay, and comes back here as an SQS record, until a place is free; after
-``BATCH_MAX_DEFERRAL_SECONDS`` of waiting it fails with the reason (its job.failed), never silently.
+``BATCH_MAX_DEFERRAL_SECONDS`` of waiting it fails with the reason (its job.failed), never silently
+(``omnireel.jobs.inbox.accept_dropped_file``).
 """
 
 import json
-import time
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
 from omnireel.batches.intake import BatchIntake
-from omnireel.core.s3uri import SourceVersion
-from omnireel.jobs.inbox import accept_inbox_object, wait_delay
+from omnireel.jobs.inbox import accept_dropped_file
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, metrics
 from omnireel.runtime.settings import InboxSettings
@@ -47,21 +46,12 @@ def handler(event: dict, context: LambdaContext) -> dict:
     # key is still URL-encoded here, accept_inbox_object decodes it.
     for entry in event["Records"]:
         record, attempt, first_waited_at = _s3_record(entry)
-        waited = int(time.time()) - first_waited_at if first_waited_at else 0
-        give_up = None
-        if retry is None or waited > settings.batch_max_deferral_seconds:
-            give_up = (
-                f"its caller had CallerMaxPendingJobs jobs pending for {waited} s after the file was dropped "
-                f"(it may wait {settings.batch_max_deferral_seconds} s: BatchMaxDeferralSeconds); drop it again"
-            )
-        s3 = record["s3"]
-        obj = s3["object"]
-        outcome = accept_inbox_object(
-            bucket=s3["bucket"]["name"],
-            key=obj["key"],
-            version=SourceVersion(version_id=obj.get("versionId"), etag=obj.get("eTag") or None),
-            sequencer=obj["sequencer"],
-            size=int(obj["size"]),
+        outcome = accept_dropped_file(
+            record,
+            attempt=attempt,
+            first_waited_at=first_waited_at,
+            retry=retry,
+            max_deferral_s=settings.batch_max_deferral_seconds,
             inbox=inbox,
             jobs=jobs,
             workflow=workflow,
@@ -72,11 +62,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
             allow_loopback_http=settings.webhook_allow_loopback_http,
             batches=batches,
             uploads=uploads,
-            give_up_waiting=give_up,
         )
-        if outcome.status == "waiting" and retry is not None:
-            retry.wait(record, attempt=attempt + 1, first_waited_at=first_waited_at or int(time.time()),
-                       delay_s=wait_delay(attempt + 1))  # fmt: skip
         metrics.add_metric(name=f"inbox_{outcome.status}", unit=MetricUnit.Count, value=1)
         results.append(outcome.as_dict())
     return {"results": results}

@@ -1,13 +1,20 @@
-"""Turning a file dropped under prompts/ into a job (or into a failed job with a clear reason)."""
+"""Turning a file dropped under prompts/ into a job (or into a failed job with a clear reason).
+
+``accept_dropped_file`` is one S3 event record, first from S3 or again from the inbox retry queue: a drop whose caller
+is at ``CallerMaxPendingJobs`` waits there with a growing delay (``wait_delay``), until a place is free or it has
+waited ``BATCH_MAX_DEFERRAL_SECONDS``: then it fails with the reason (its job.failed), never silently.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.batch_uploads import BatchUploads, Upload
 from omnireel.aws.event_publisher import EventPublisher
+from omnireel.aws.inbox_retry import InboxRetryQueue
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.aws.workflow import Workflow
@@ -184,3 +191,58 @@ WAIT_MAX_S = 900  # SQS's longest DelaySeconds
 def wait_delay(attempt: int) -> int:
     """How long a waiting drop waits before its next try: 15 s doubling to 15 min (``attempt`` counts from 1)."""
     return min(WAIT_MAX_S, WAIT_BASE_S * 2 ** max(0, min(attempt - 1, 10)))
+
+
+def accept_dropped_file(
+    record: dict,
+    *,
+    attempt: int,
+    first_waited_at: int | None,
+    retry: InboxRetryQueue | None,
+    max_deferral_s: int,
+    inbox: InboxStore,
+    jobs: JobStore,
+    workflow: Workflow,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+    default_video_steps: int | None = None,
+    allow_loopback_http: bool = False,
+    batches: BatchIntake | None = None,
+    uploads: BatchUploads | None = None,
+) -> InboxOutcome:
+    """One S3 event record (the key still URL-encoded) after ``attempt`` waits (``first_waited_at``: epoch seconds of
+    the first, None if it never waited): ``accept_inbox_object``; if its caller is at the pending limit, the record
+    waits in the retry queue for ``wait_delay`` more. Without a retry queue, or after ``max_deferral_s`` of waiting,
+    the drop fails with the reason instead."""
+    waited = int(time.time()) - first_waited_at if first_waited_at else 0
+    give_up = None
+    if retry is None or waited > max_deferral_s:
+        give_up = (
+            f"its caller had CallerMaxPendingJobs jobs pending for {waited} s after the file was dropped "
+            f"(it may wait {max_deferral_s} s: BatchMaxDeferralSeconds); drop it again"
+        )
+    s3 = record["s3"]
+    obj = s3["object"]
+    outcome = accept_inbox_object(
+        bucket=s3["bucket"]["name"],
+        key=obj["key"],
+        version=SourceVersion(version_id=obj.get("versionId"), etag=obj.get("eTag") or None),
+        sequencer=obj["sequencer"],
+        size=int(obj["size"]),
+        inbox=inbox,
+        jobs=jobs,
+        workflow=workflow,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+        default_video_steps=default_video_steps,
+        allow_loopback_http=allow_loopback_http,
+        batches=batches,
+        uploads=uploads,
+        give_up_waiting=give_up,
+    )
+    if outcome.status == "waiting" and retry is not None:
+        retry.wait(record, attempt=attempt + 1, first_waited_at=first_waited_at or int(time.time()),
+                   delay_s=wait_delay(attempt + 1))  # fmt: skip
+    return outcome
