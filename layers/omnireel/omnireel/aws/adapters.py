@@ -1,6 +1,6 @@
 """The adapters a function builds at cold start, from its settings: one place that knows which setting configures which
 adapter (the handlers in ``functions/`` call these instead of repeating the constructors; no handler constructs an
-adapter or a client itself: tests/unit/domain/test_handlers_only_wire.py).
+adapter or a client itself: tests/unit/architecture/test_handlers_only_wire.py).
 
 Each factory imports its adapter when called, so a function loads only the adapters it builds (cold start:
 ``bench/cold_start.py``). ``settings`` is any object with the fields a factory reads (``omnireel.runtime.settings``'
