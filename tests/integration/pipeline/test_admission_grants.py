@@ -194,3 +194,39 @@ def test_a_recount_never_writes_a_stale_queue_over_a_grant_and_an_enqueue(stores
     assert not store.recount(snapshot, in_use=1, waiting=1, queued=stale_queued, served=snapshot.served)
     after = store.pool("image")
     assert len(after.callers_waiting()) == 1 and after.queued == now_pool.queued  # B still in the round-robin
+
+
+def test_a_job_granted_while_it_parks_still_gets_its_one_job_queued_event(stores):
+    """A job whose status became ``queued`` gets its job.queued event even when a release's dispatch grants it a slot
+    between its enqueue and the event (another Lambda's dispatch, here run inside the enqueue): consumers saw the
+    status and its stage time, so the event says so too, once, with nobody ahead. Before the fix the wait returned
+    "granted" first and the event was never sent (an intermittent failure of the pipeline test
+    test_a_waiting_job_gets_one_job_queued_event)."""
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
+    )
+    gate.refresh("image")
+    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
+    assert gate.acquire(holder, "image")
+    enqueue = store.enqueue
+
+    def enqueue_then_the_holder_releases(entry):  # the release races the wait's next lines
+        added = enqueue(entry)
+        gate.release(holder, "image")
+        return added
+
+    store.enqueue = enqueue_then_the_holder_releases  # type: ignore[method-assign]
+    published: list = []
+    publisher = type("Publisher", (), {"publish": lambda self, event: published.append(event)})()
+    token = f"token-{waiting}"
+    callbacks.waiters[token] = threading.Event()
+    assert gate.wait(waiting, "image", token, publisher=publisher) == "granted"
+    assert callbacks.waiters[token].is_set() and store.holds("image", waiting)
+    assert [(e.event_type, e.job_id, e.queue.position) for e in published] == [("job.queued", waiting, 0)]
+    assert jobs.get(waiting).queued_published_at  # once: a retried wait does not send it again

@@ -110,11 +110,13 @@ class Gate:
         )  # fmt: skip
         self.jobs.set_fields(job_id, waiting_entry=f"{kind}|{sk}", **{f"queued_{kind}_at": enqueued_at})
         self.store.enqueue(entry)
+        if publisher is not None and first and not job.queued_published_at:
+            # The job's status is queued: job.queued says so, once, even when a release's dispatch granted it a slot
+            # between the enqueue and here (the status and its stage time already showed it waiting).
+            self._publish_queued(job_id, entry, publisher)
         if self.store.holds(kind, job_id):  # granted between the enqueue's retry and now (see AdmissionStore.enqueue)
             self.callbacks.succeed(task_token, {"admitted": True, "kind": kind})
             return "granted"
-        if publisher is not None and first and not job.queued_published_at:
-            self._publish_queued(job_id, publisher)
         self.dispatch(kind)
         return "queued"
 
@@ -296,11 +298,18 @@ class Gate:
             return False
         return workflow.running(job.execution)
 
-    def _publish_queued(self, job_id: str, publisher: EventPublisher) -> None:
+    def _publish_queued(self, job_id: str, entry: WaitingEntry, publisher: EventPublisher) -> None:
+        """job.queued with the place the job took: its caller's jobs ahead of its entry (none once it was granted:
+        a grant takes a caller's oldest entry) and the callers sharing the queue."""
         job = self.jobs.get(job_id)
-        queue = self.position(job)
-        if queue is None:  # granted already: it did not wait after all
-            return
+        pool = self.store.pool(entry.kind)
+        queue = QueuePosition(
+            kind=entry.kind,
+            position=self.store.ahead(entry.kind, entry.caller_key, entry.sk) if self.store.entry(entry.kind, entry.sk)
+            else 0,
+            callers=max(1, len(pool.callers_waiting()) if pool else 1),
+            enqueued_at=entry.enqueued_at,
+        )  # fmt: skip
         publisher.publish(build_queued_event(job, queue))
         self.jobs.set_fields(job_id, queued_published_at=iso(now()))
 
