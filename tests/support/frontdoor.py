@@ -158,12 +158,32 @@ def session_of(state: dict[str, Any], role_arn: str, session_name: str) -> Crede
 
 
 def executions(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The executions of jobs submitted through the API (``POST /jobs``, the door's own requests). The e2e and the
+    integration tests share one stack per worker, so a test that ran before may still start executions in the
+    background (a dropped file waiting for its caller's limit, a batch's next lines): those are not the door's."""
     sfn = aws(state, "stepfunctions")
     arn = state["outputs"]["StateMachineArn"]
     found: list[dict[str, Any]] = []
     for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
         found += page["executions"]
-    return found
+    return [e for e in found if _submitted_alone(state, sfn, e["executionArn"])]
+
+
+_ALONE: dict[str, bool] = {}  # execution arn -> its job was one POST /jobs (a job's origin never changes)
+
+
+def _submitted_alone(state: dict[str, Any], sfn: Any, execution_arn: str) -> bool:
+    """Was the execution's job submitted by one ``POST /jobs`` (source ``api``, no batch)? A dropped file's job has an
+    ``s3://`` source, a batch line's job its batch. A record that cannot be read counts as the door's: when in doubt,
+    a check of "no job started" stays strict."""
+    if execution_arn not in _ALONE:
+        job_id = json.loads(sfn.describe_execution(executionArn=execution_arn).get("input") or "{}").get("job_id")
+        table = state["provisioned"]["resources"]["JobsTable"]["id"]
+        item = aws(state, "dynamodb").get_item(TableName=table, Key={"job_id": {"S": str(job_id)}}).get("Item")
+        if item is None:
+            return True  # not cached: the record may not be written yet
+        _ALONE[execution_arn] = item.get("source", {}).get("S") == "api" and "batch" not in item
+    return _ALONE[execution_arn]
 
 
 def event_for(state: dict[str, Any], job_id: str, timeout: float = 60.0) -> dict[str, Any]:
