@@ -1,5 +1,6 @@
 """Admission's healing schedule (every minute): capacity from DescribeEndpoint, slots of jobs that ended or whose
-execution is gone released (a crash after a grant, a lost release), queue entries of such jobs dropped, the pool's
+execution is gone released (a crash after a grant, a lost release), a grant whose answer was lost answered again (the
+dispatcher died before SendTaskSuccess), queue entries of such jobs dropped, the pool's
 counts re-derived from its items, then dispatch; publishes ``omnireel/Admission`` ``WaitingJobs`` and ``SlotsInUse``
 per ``Endpoint`` (autoscaling reads WaitingJobs). omnireel.admission.gate.Gate.heal.
 """
@@ -31,7 +32,7 @@ queue_metrics = adapters.admission_metrics()
 @lambda_handler()
 def handler(event: dict, context: LambdaContext) -> dict:
     report = gate.heal(workflow=workflow, metrics=queue_metrics)
-    repaired = sum(kind["released"] + kind["dropped"] for kind in report.values())
+    repaired = sum(kind["released"] + kind["resumed"] + kind["dropped"] for kind in report.values())
     if repaired:
         metrics.add_metric(name="admission_repairs", unit=MetricUnit.Count, value=repaired)
     return report

@@ -1,6 +1,7 @@
 """Issue 34 "Done when": admission under faults, on the real state machine (harness.py). One image slot, two callers,
 and at once: releases lost after the image call (a crash between the model's answer and the release), a crashed
-WaitForSlot invocation (retried by its state), a step that crashes right after its grant, and cancels of waiting jobs.
+WaitForSlot invocation (retried by its state), a step that crashes right after its grant, a grant whose answer is lost
+(its dispatcher died before SendTaskSuccess), and cancels of waiting jobs.
 Then the healing schedule runs: 0 lost jobs (every job ends), 0 slots leaked (no holder, no waiting entry, in_use 0),
 never more image calls at once than the pool's one slot (no double grant), exactly one terminal event per job.
 """
@@ -57,6 +58,23 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
         return release(job_id, kind)
 
     monkeypatch.setattr(gate, "release", lossy_release)
+    # a lost answer: the first grant a release's dispatch makes is never answered (the dispatcher died between its
+    # grant and SendTaskSuccess); the job holds the slot while its execution waits, until the healer answers again
+    grant, send, granted, unanswered = gate.store.grant, gate.callbacks.succeed, [""], []
+
+    def grant_and_note(entry: Any, at: str) -> bool:
+        done = grant(entry, at)
+        granted[0] = entry.job_id if done else ""
+        return done
+
+    def lossy_succeed(token: str, output: dict[str, Any]) -> bool:
+        if not unanswered and granted[0]:
+            unanswered.append(granted[0])
+            return True  # the grant stands; the answer never left
+        return send(token, output)
+
+    monkeypatch.setattr(gate.store, "grant", grant_and_note)
+    monkeypatch.setattr(gate.callbacks, "succeed", lossy_succeed)
     pipeline.crash_next["wait_for_slot"] = 2  # the wait's Lambda crashes twice: its state retries it
 
     jobs = {_submit(pipeline, "caller-a", f"a{i}"): "caller-a" for i in range(4)}
@@ -69,7 +87,7 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
     pipeline.wait(healed_once_stuck, timeout=60, what="every job to leave accepted")
     cancelled = []
     for job_id, caller in jobs.items():
-        if _status(pipeline, job_id, caller) == "queued" and len(cancelled) < 2:
+        if _status(pipeline, job_id, caller) == "queued" and len(cancelled) < 2 and job_id not in unanswered:
             answer = pipeline.api("DELETE", f"/jobs/{job_id}", caller=caller)
             if answer["statusCode"] == 200:
                 assert answer["json"]["model_called"] is False
@@ -100,7 +118,7 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
     for event in events:
         terminal.setdefault(event["job_id"], []).append(event["event_type"])
     assert sorted(terminal) == sorted(jobs) and all(len(types) == 1 for types in terminal.values()), terminal
-    assert lost[0] == 2 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled  # the faults happened
+    assert lost[0] == 2 and len(unanswered) == 1 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled
     assert peak[0] == 1
     assert all(_status(pipeline, j, c) == "succeeded" for j, c in jobs.items() if j not in cancelled)
 

@@ -230,3 +230,68 @@ def test_a_job_granted_while_it_parks_still_gets_its_one_job_queued_event(stores
     assert callbacks.waiters[token].is_set() and store.holds("image", waiting)
     assert [(e.event_type, e.job_id, e.queue.position) for e in published] == [("job.queued", waiting, 0)]
     assert jobs.get(waiting).queued_published_at  # once: a retried wait does not send it again
+
+
+class _Running:
+    """Every execution runs (the jobs' executions wait in their WaitFor<Kind>Slot states)."""
+
+    def running(self, name: str | None) -> bool:
+        return True
+
+
+def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
+    """The dispatcher (a release's Lambda) died between its grant and SendTaskSuccess: the job holds the slot while its
+    execution still waits, until its queue limit (an hour by default), and every other job waits behind it (found by
+    the fault suite's lambda_crash phase: a GenerateImage crash 0.15 s in, after its release's dispatch had granted
+    the next job). The healer answers the grant's token again once the grant is older than its grace; a token
+    answered already is refused by Step Functions, so a job that moved on is left alone, and nothing resumes twice."""
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
+        grace_s=0,
+    )
+    gate.refresh("image")
+    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
+    assert gate.acquire(holder, "image")
+    token = f"token-{waiting}"
+    callbacks.waiters[token] = threading.Event()
+    assert gate.wait(waiting, "image", token) == "queued"
+    # the holder's release frees the slot and its dispatch grants it to the waiting job, then the process dies
+    assert store.release("image", holder)
+    (entry,) = store.entries("image")
+    assert store.grant(entry, iso(now()))
+    assert not callbacks.waiters[token].is_set()
+
+    report = gate.heal(workflow=_Running())  # type: ignore[arg-type]
+    assert report["image"]["resumed"] == 1 and report["image"]["released"] == 0
+    assert callbacks.waiters[token].is_set() and store.holds("image", waiting)
+    assert callbacks.answered == [token]
+    assert gate.heal(workflow=_Running())["image"]["resumed"] == 0  # type: ignore[arg-type]
+    assert callbacks.answered == [token]  # answered once
+
+
+def test_a_grant_the_wait_took_at_once_keeps_its_token_for_the_healer(stores):
+    """The wait's own take of a free slot (nobody waiting, a slot freed since the stage's fast path was refused) also
+    answers a token: the holder keeps it, so a crash between the take and the answer is healed the same way."""
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
+        grace_s=0,
+    )
+    gate.refresh("image")
+    job_id = _job(jobs, "caller-a")
+    token = f"token-{job_id}"
+    callbacks.waiters[token] = threading.Event()
+    assert gate.wait(job_id, "image", token) == "granted"
+    (held,) = store.holders("image")
+    assert held.task_token == token

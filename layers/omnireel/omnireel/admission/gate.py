@@ -12,7 +12,8 @@
   gives the slot back at once.
 - ``release``: when the stage ends (the image call returned; the async video result arrived; the job ended).
 - ``heal`` (every minute): capacity from DescribeEndpoint; slots of jobs that ended or whose execution is gone are
-  released; entries of such jobs leave the queue; the counts are re-derived from the items; dispatch; metrics.
+  released; a grant whose job still waits (its dispatcher died between the grant and SendTaskSuccess) has its token
+  answered again; entries of such jobs leave the queue; the counts are re-derived from the items; dispatch; metrics.
 
 ``Gate`` is the API for every caller of admission, the functions and ``bench/fairness.py`` alike.
 """
@@ -24,7 +25,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from omnireel.admission.pool import KINDS, Kind, Pool, WaitingEntry, caller_key, capacity_of, entry_key, next_callers
+from omnireel.admission.pool import (
+    KINDS,
+    Holder,
+    Kind,
+    Pool,
+    WaitingEntry,
+    caller_key,
+    capacity_of,
+    entry_key,
+    next_callers,
+)
 from omnireel.core.clock import iso, now, parse_time
 from omnireel.core.errors import JobConflict, JobNotFound
 from omnireel.events.job_events import QueuePosition, build_queued_event
@@ -66,9 +77,10 @@ class Gate:
     grace_s: float = 60  # heal leaves a grant or a wait younger than this alone (its step is starting)
 
     # ------------------------------------------------------------ the fast path
-    def acquire(self, job_id: str, kind: Kind) -> bool:
-        """Take a slot for the job's stage if it holds one or one is free with nobody waiting (one AWS call)."""
-        return self.store.try_grant(kind, job_id, iso(now())) != "refused"
+    def acquire(self, job_id: str, kind: Kind, *, task_token: str | None = None) -> bool:
+        """Take a slot for the job's stage if it holds one or one is free with nobody waiting (one AWS call).
+        ``task_token``: taken for a waiting job, whose token the grant answers (kept on the holder for the healer)."""
+        return self.store.try_grant(kind, job_id, iso(now()), task_token=task_token) != "refused"
 
     # ------------------------------------------------------------ the slow path
     def wait(self, job_id: str, kind: Kind, task_token: str, *, publisher: EventPublisher | None = None) -> str:
@@ -82,7 +94,7 @@ class Gate:
             logger.info("a terminal job does not wait", extra={"job_id": job_id, "status": job.status})
             return "ended"
         pool = self._pool_for_wait(kind)
-        if pool.waiting <= 0 and pool.free > 0 and self.acquire(job_id, kind):
+        if pool.waiting <= 0 and pool.free > 0 and self.acquire(job_id, kind, task_token=task_token):
             # The fast path was refused before the pool existed or its capacity was refreshed (a scale-out): admitted
             # now, the job never waited (no queued status, no job.queued).
             if not self.callbacks.succeed(task_token, {"admitted": True, "kind": kind}):
@@ -201,10 +213,12 @@ class Gate:
         for kind in self.pools:
             pool = self.refresh(kind)
             holders = self.store.holders(kind)
-            released = 0
+            released = resumed = 0
             for holder in holders:
                 if not self._alive(holder.job_id, workflow, grace_from=holder.granted_at, kind=kind):
                     released += self.store.release(kind, holder.job_id)
+                elif self._answer_lost(holder):
+                    resumed += 1
             entries = self.store.entries(kind)
             dropped = 0
             for entry in entries:
@@ -230,6 +244,7 @@ class Gate:
                 "in_use": pool.in_use,
                 "waiting": pool.waiting,
                 "released": released,
+                "resumed": resumed,
                 "dropped": dropped,
                 "recounted": recounted,
                 "granted": granted,
@@ -297,6 +312,28 @@ class Gate:
         if kind == "image" and job.status not in _BEFORE_THE_IMAGE:  # its image stage ended: a lost release
             return False
         return workflow.running(job.execution)
+
+    def _answer_lost(self, holder: Holder) -> bool:
+        """A grant whose answer may be lost: the dispatcher died between the grant and SendTaskSuccess, so the job
+        holds the slot while its execution still waits in WaitFor<Kind>Slot (until its queue limit: an hour by
+        default, the slot held all that time). Once the grant is older than ``grace_s`` and the job has not moved on
+        to the stage it waited for, the grant's token is answered again: Step Functions accepts a token once, so a
+        token answered already is refused and nothing happens twice. True if this answer resumed the job."""
+        if not holder.task_token or _age_s(holder.granted_at) < self.grace_s:
+            return False
+        try:
+            job = self.jobs.get(holder.job_id)
+        except JobNotFound:
+            return False
+        waiting = (
+            job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED)
+            if holder.kind == "image"
+            else job.status is JobStatus.STAGING_VIDEO and job.async_invocation is None
+        )
+        if not waiting or not self.callbacks.succeed(holder.task_token, {"admitted": True, "kind": holder.kind}):
+            return False
+        logger.warning("a granted job's answer was lost: answered again", extra={"job_id": holder.job_id})
+        return True
 
     def _publish_queued(self, job_id: str, entry: WaitingEntry, publisher: EventPublisher) -> None:
         """job.queued with the place the job took: its caller's jobs ahead of its entry (none once it was granted:

@@ -60,6 +60,8 @@ class Holder(msgspec.Struct, kw_only=True):
     kind: Kind
     job_id: str
     granted_at: str
+    task_token: str | None = None  # a grant to a waiting job: the token its grant answered (the healer answers it
+    # again if the dispatcher died between the grant and SendTaskSuccess); None for the stage's own fast-path take
 
 
 def caller_key(owner: str | None) -> str:

@@ -63,7 +63,9 @@ class AdmissionStore:
 
     def holders(self, kind: Kind) -> list[Holder]:
         return [
-            Holder(kind=kind, job_id=item["sk"], granted_at=item.get("granted_at", ""))
+            Holder(
+                kind=kind, job_id=item["sk"], granted_at=item.get("granted_at", ""), task_token=item.get("task_token")
+            )
             for item in self._query(holder_pk(kind))
         ]
 
@@ -168,9 +170,10 @@ class AdmissionStore:
             return False
 
     # ------------------------------------------------------------ grants and releases
-    def try_grant(self, kind: Kind, job_id: str, at: str) -> Grant:
+    def try_grant(self, kind: Kind, job_id: str, at: str, *, task_token: str | None = None) -> Grant:
         """The fast path, one call: take a slot if one is free and nobody waits. ``held``: the job holds one already
-        (granted while it waited, or by an earlier attempt of the same step)."""
+        (granted while it waited, or by an earlier attempt of the same step). ``task_token``: the wait this grant
+        answers, kept on the holder (see ``grant``)."""
         reasons = self._transact(
             [
                 {
@@ -183,7 +186,7 @@ class AdmissionStore:
                         "ExpressionAttributeValues": to_attributes({":one": 1, ":zero": 0}),
                     }
                 },
-                self._put_holder(kind, job_id, at),
+                self._put_holder(kind, job_id, at, task_token=task_token),
             ]
         )
         if reasons is None:
@@ -213,7 +216,7 @@ class AdmissionStore:
                         "ExpressionAttributeValues": to_attributes({":one": 1, ":at": at}),
                     }
                 },
-                self._put_holder(entry.kind, entry.job_id, at),
+                self._put_holder(entry.kind, entry.job_id, at, task_token=entry.task_token),
             ]
         )
         return reasons is None
@@ -327,11 +330,14 @@ class AdmissionStore:
     def _key(self, pk: str, sk: str) -> dict[str, Any]:
         return {"pk": {"S": pk}, "sk": {"S": sk}}
 
-    def _put_holder(self, kind: Kind, job_id: str, at: str) -> dict[str, Any]:
+    def _put_holder(self, kind: Kind, job_id: str, at: str, *, task_token: str | None = None) -> dict[str, Any]:
+        item = {"pk": holder_pk(kind), "sk": job_id, "granted_at": at}
+        if task_token:
+            item["task_token"] = task_token
         return {
             "Put": {
                 "TableName": self._name,
-                "Item": to_attributes({"pk": holder_pk(kind), "sk": job_id, "granted_at": at}),
+                "Item": to_attributes(item),
                 "ConditionExpression": "attribute_not_exists(sk)",
             }
         }
