@@ -1,5 +1,6 @@
 """Step Functions (moto's executing interpreter): execution names as AWS takes them, a callback failure's cause, the
-state machine's role for its service calls, StopExecution that stops, and tokens valid from the task's start."""
+state machine's role for its service calls, StopExecution that stops, tokens valid from the task's start, and a token
+that takes one answer."""
 
 from __future__ import annotations
 
@@ -147,6 +148,32 @@ def patch_early_callbacks(set_attribute: Callable[[Any, str, Any], None] = setat
     set_attribute(CallbackEndpoint, "notify_heartbeat", notify_heartbeat)
 
 
+def install_answered_once(ctx: Context) -> None:
+    patch_answered_once()
+
+
+def patch_answered_once(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 18b (see ``apply``): a task's token takes one answer; another SendTaskSuccess or SendTaskFailure is
+    TaskTimedOut, as on AWS for a task that has its outcome. A token whose wait timed out is TaskTimedOut and one whose
+    execution ended TaskDoesNotExist, as moto meant (its own raise lacks the message its error class requires: a 500).
+    ``set_attribute``: as in ``patch_early_callbacks``."""
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerTimeout, CallbackPoolManager
+
+    original_notify = CallbackPoolManager.notify
+
+    def notify(self: Any, callback_id: Any, outcome: Any) -> bool:
+        endpoint = self.get(callback_id)
+        if endpoint is not None:
+            if endpoint.get_outcome() is not None or isinstance(endpoint.consumer_error, CallbackConsumerTimeout):
+                raise AWSError("Task Timed Out: 'Provided task does not exist anymore'", "TaskTimedOut", 400)
+            if endpoint.consumer_error is not None:
+                raise AWSError("Provided task does not exist anymore", "TaskDoesNotExist", 400)
+        return original_notify(self, callback_id=callback_id, outcome=outcome)
+
+    set_attribute(CallbackPoolManager, "notify", notify)
+
+
 CARDS = [
     Patch(
         "2",
@@ -194,5 +221,16 @@ CARDS = [
         test="tests/integration/pipeline/test_state_machine.py::test_callback_timeout_is_reconciled_from_s3",
         upstream=MOTO_BUG,
         installs=install_early_callbacks,
+    ),
+    Patch(
+        "18b",
+        "A task's token takes one answer",
+        aws="SendTaskSuccess or SendTaskFailure with a token whose task already has its outcome is TaskTimedOut.",
+        moto="The callback stays in the pool after its answer: every later answer is accepted (HTTP 200) and "
+        "overwrites an outcome nobody reads. Admission's healer answers a grant's token again when the answer may "
+        "have been lost and relies on the refusal to tell a lost answer from a delivered one.",
+        test="tests/unit/local/test_callback_answered_once.py::test_a_second_answer_to_a_token_is_task_timed_out",
+        upstream=MOTO_BUG,
+        installs=install_answered_once,
     ),
 ]

@@ -6,7 +6,7 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
 from omnireel_local.patches.speed import patch_program_cache, patch_sns_signing_key
-from omnireel_local.patches.stepfunctions import patch_early_callbacks, patch_stop_execution
+from omnireel_local.patches.stepfunctions import patch_answered_once, patch_early_callbacks, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
 
@@ -31,6 +31,7 @@ def make_pipeline(monkeypatch):
     # moto 5.2.5 misses a callback answered (or heartbeated) while the task's Lambda still runs: the local stack's
     # patch 18 (omnireel_local.patches.stepfunctions), applied here for this test only.
     patch_early_callbacks(monkeypatch.setattr)
+    patch_answered_once(monkeypatch.setattr)  # patch 18b: a token takes one answer (another is TaskTimedOut)
     patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
     patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
     # patch 26: a read answers from a consistent item (a GetItem serialising the job while a handler on another moto

@@ -75,6 +75,14 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
 
     monkeypatch.setattr(gate.store, "grant", grant_and_note)
     monkeypatch.setattr(gate.callbacks, "succeed", lossy_succeed)
+    heal, resumed = pipeline.heal_admission, [0]
+
+    def heal_and_count() -> dict[str, Any]:
+        report = heal()
+        resumed[0] += sum(kind["resumed"] for kind in report.values())
+        return report
+
+    monkeypatch.setattr(pipeline, "heal_admission", heal_and_count)
     pipeline.crash_next["wait_for_slot"] = 2  # the wait's Lambda crashes twice: its state retries it
 
     jobs = {_submit(pipeline, "caller-a", f"a{i}"): "caller-a" for i in range(4)}
@@ -119,6 +127,7 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
         terminal.setdefault(event["job_id"], []).append(event["event_type"])
     assert sorted(terminal) == sorted(jobs) and all(len(types) == 1 for types in terminal.values()), terminal
     assert lost[0] == 2 and len(unanswered) == 1 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled
+    assert resumed[0] == 1  # the healer resumed the one job whose answer was lost, and no other
     assert peak[0] == 1
     assert all(_status(pipeline, j, c) == "succeeded" for j, c in jobs.items() if j not in cancelled)
 

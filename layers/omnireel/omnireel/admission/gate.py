@@ -121,13 +121,16 @@ class Gate:
             deadline=deadline,
         )  # fmt: skip
         self.jobs.set_fields(job_id, waiting_entry=f"{kind}|{sk}", **{f"queued_{kind}_at": enqueued_at})
-        self.store.enqueue(entry)
+        added = self.store.enqueue(entry)
         if publisher is not None and first and not job.queued_published_at:
             # The job's status is queued: job.queued says so, once, even when a release's dispatch granted it a slot
             # between the enqueue and here (the status and its stage time already showed it waiting).
             self._publish_queued(job_id, entry, publisher)
-        if self.store.holds(kind, job_id):  # granted between the enqueue's retry and now (see AdmissionStore.enqueue)
-            self.callbacks.succeed(task_token, {"admitted": True, "kind": kind})
+        if self.store.holds(kind, job_id):  # granted since the enqueue
+            if not added:  # a retried wait: the grant answered the token this retry replaced (AdmissionStore.enqueue)
+                self.callbacks.succeed(task_token, {"admitted": True, "kind": kind})
+            # else the dispatcher that granted this entry answers its token (or, if it died first, the healer does):
+            # a second answer is refused by Step Functions, and the dispatcher would take that for a dead wait
             return "granted"
         self.dispatch(kind)
         return "queued"
