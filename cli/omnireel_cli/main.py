@@ -57,7 +57,10 @@ def _target(args: argparse.Namespace) -> Target:
 
 def _add_job_options(parser: argparse.ArgumentParser) -> None:
     job_options.add_job_options(parser)
-    parser.add_argument("--timeout", type=float, default=600.0, help="max seconds to wait for the job (default 600)")
+    # %(default)g: a command may set its own default (demo: 180 s), and the help says that one
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="max seconds to wait for the job (default %(default)g)"
+    )
 
 
 def _request(args: argparse.Namespace, prompt: str) -> dict[str, Any]:

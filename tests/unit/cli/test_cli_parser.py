@@ -94,3 +94,22 @@ def test_drop_checks_match_the_inbox(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="under prompts/"):
         jobs.check_drop(wrong, "elsewhere/prompt.txt")
     assert jobs.check_drop(wrong, "prompts/prompt.txt") == "prompts/prompt.txt"
+
+
+def test_a_default_the_help_states_is_the_default_the_parser_uses() -> None:
+    """Where an option's help says "(default N)" and the parser has a default of its own, they agree (omnireel demo
+    said "default 600" for --timeout while it waited 180 s). Job fields' help states the API's defaults: their parser
+    default is None (the API decides), so they are not compared."""
+    import re
+
+    wrong = []
+    for parser in _all_parsers(build_parser()):
+        for action in parser._actions:
+            if action.default in (None, argparse.SUPPRESS) or not action.help or isinstance(action.default, bool):
+                continue
+            stated = re.search(
+                r"\(default (-?\d+(?:\.\d+)?)(?=[\s;,:)])", action.help % {"default": action.default, "prog": ""}
+            )
+            if stated and float(stated.group(1)) != float(action.default):
+                wrong.append(f"{parser.prog} {action.option_strings}: help {stated.group(1)}, default {action.default}")
+    assert not wrong, wrong
