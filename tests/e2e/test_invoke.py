@@ -84,7 +84,17 @@ EXPECTED = {
             set(r) == {"image", "video"}
             and all(
                 set(pool)
-                == {"capacity", "in_use", "waiting", "released", "dropped", "recounted", "granted", "oldest_wait_s"}
+                == {
+                    "capacity",
+                    "in_use",
+                    "waiting",
+                    "released",
+                    "resumed",
+                    "dropped",
+                    "recounted",
+                    "granted",
+                    "oldest_wait_s",
+                }
                 and all(isinstance(v, int) and v >= 0 for v in pool.values())
                 for pool in r.values()
             )

@@ -164,11 +164,17 @@ def test_the_healer_publishes_the_age_of_the_oldest_waiting_job_per_endpoint(pip
     pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
     waiting = _submit(pipeline, "caller-b", "waits")
     pipeline.wait(lambda: _status(pipeline, waiting, "caller-b")["status"] == "queued", what="queued")
+
+    def entries() -> list[dict]:
+        return pipeline.ddb.query(
+            TableName=pipeline.admission_table, KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "WAIT#image"}},
+        )["Items"]  # fmt: skip
+
+    # the status turns queued just before the entry is written (the wait's transition, then its enqueue)
+    pipeline.wait(lambda: len(entries()) == 1, what="the waiting entry")
     # The job has waited two minutes (its waiting entry's enqueue time moved back, instead of sleeping).
-    (entry,) = pipeline.ddb.query(
-        TableName=pipeline.admission_table, KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": "WAIT#image"}},
-    )["Items"]  # fmt: skip
+    (entry,) = entries()
     two_minutes_ago = (datetime.now(UTC) - timedelta(seconds=120)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     pipeline.ddb.update_item(
         TableName=pipeline.admission_table, Key={"pk": entry["pk"], "sk": entry["sk"]},
