@@ -284,9 +284,13 @@ def _manifest(stack: IsolatedStack, caller: Caller, batch: FaultBatch) -> dict[i
 def report_section(result: BatchFaultsResult, table: Callable[[list[str], list[list[Any]]], str]) -> str:
     rows = [
         [x.name, x.caller, x.total, x.status, x.counts.get("accepted", "-"), x.counts.get("rejected", "-"),
-         x.counts.get("succeeded", "-"), x.counts.get("failed", "-"), len(x.slow_lines)]
+         x.counts.get("succeeded", "-"), x.counts.get("failed", "-"), len(x.slow_lines),
+         result.events_per_batch.get(x.batch_id, 0)]
         for x in result.batches
     ]  # fmt: skip
+    # every check behind the phase's verdict (``ok``), so a failed one says which (the first 10 reasons of each kind)
+    shown = [*result.bad_counts[:10], *result.bad_reasons[:10]]
+    off = sum(1 for x in result.batches if result.events_per_batch.get(x.batch_id, 0) != x.total)
     return "\n".join(
         [
             "## Slow DNS, BatchSubmit crashes and timeouts (issue 33 item 2)",
@@ -300,9 +304,24 @@ def report_section(result: BatchFaultsResult, table: Callable[[list[str], list[l
             f"**{len(result.unfinished)}**; counts not adding up: **{len(result.bad_counts)}**",
             f"- BatchSubmit invocations killed: **{result.crashes}**; cut by their Timeout: **{result.timeouts}**",
             f"- lines failed because their work item was dead-lettered: **{result.dead_lettered_lines}**",
+            f"- verdict: **{'ok' if result.ok else 'failed'}**; slow lines with another reason: "
+            f"**{len(result.bad_reasons)}**; batches whose terminal events (counted by the subscriber) differ from "
+            f"their lines: **{off}**",
+            *(f"  - {line[:300]}" for line in shown),
             "",
             table(
-                ["batch", "caller", "lines", "status", "accepted", "rejected", "succeeded", "failed", "slow lines"],
+                [
+                    "batch",
+                    "caller",
+                    "lines",
+                    "status",
+                    "accepted",
+                    "rejected",
+                    "succeeded",
+                    "failed",
+                    "slow lines",
+                    "terminal events",
+                ],
                 rows,
             ),
         ]
