@@ -77,6 +77,18 @@ def stores(monkeypatch):
         clients.client.cache_clear()
 
 
+def _one_slot_gate(jobs, store, callbacks: Callbacks, **options) -> Gate:
+    """A gate over one image instance with one slot (the image endpoint's default)."""
+    return Gate(
+        store=store,
+        jobs=jobs,
+        callbacks=callbacks,  # type: ignore[arg-type]
+        pools={"image": PoolConfig("image-endpoint", 1)},
+        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
+        **options,
+    )
+
+
 def _job(jobs, owner: str) -> str:
     job_id = str(uuid.uuid4())
     stamp = iso(now())
@@ -166,13 +178,7 @@ def test_a_recount_never_writes_a_stale_queue_over_a_grant_and_an_enqueue(stores
     its stale per-caller map drops B from the round-robin until the next repair."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = Gate(
-        store=store,
-        jobs=jobs,
-        callbacks=callbacks,  # type: ignore[arg-type]
-        pools={"image": PoolConfig("image-endpoint", 1)},
-        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
-    )
+    gate = _one_slot_gate(jobs, store, callbacks)
     gate.refresh("image")
     a1, a2, b1 = _job(jobs, "caller-a"), _job(jobs, "caller-a"), _job(jobs, "caller-b")
     assert gate.acquire(a1, "image")
@@ -204,13 +210,7 @@ def test_a_job_granted_while_it_parks_still_gets_its_one_job_queued_event(stores
     test_a_waiting_job_gets_one_job_queued_event)."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = Gate(
-        store=store,
-        jobs=jobs,
-        callbacks=callbacks,  # type: ignore[arg-type]
-        pools={"image": PoolConfig("image-endpoint", 1)},
-        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
-    )
+    gate = _one_slot_gate(jobs, store, callbacks)
     gate.refresh("image")
     holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
     assert gate.acquire(holder, "image")
@@ -247,14 +247,7 @@ def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
     answered already is refused by Step Functions, so a job that moved on is left alone, and nothing resumes twice."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = Gate(
-        store=store,
-        jobs=jobs,
-        callbacks=callbacks,  # type: ignore[arg-type]
-        pools={"image": PoolConfig("image-endpoint", 1)},
-        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
-        grace_s=0,
-    )
+    gate = _one_slot_gate(jobs, store, callbacks, grace_s=0)
     gate.refresh("image")
     holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
     assert gate.acquire(holder, "image")
@@ -280,14 +273,7 @@ def test_a_grant_the_wait_took_at_once_keeps_its_token_for_the_healer(stores):
     answers a token: the holder keeps it, so a crash between the take and the answer is healed the same way."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = Gate(
-        store=store,
-        jobs=jobs,
-        callbacks=callbacks,  # type: ignore[arg-type]
-        pools={"image": PoolConfig("image-endpoint", 1)},
-        instances=type("One", (), {"count": lambda self, endpoint: 1})(),  # type: ignore[arg-type]
-        grace_s=0,
-    )
+    gate = _one_slot_gate(jobs, store, callbacks, grace_s=0)
     gate.refresh("image")
     job_id = _job(jobs, "caller-a")
     token = f"token-{job_id}"
