@@ -172,34 +172,52 @@ def _timed_out(stack: LocalStack) -> list[str]:
 
 @contextlib.contextmanager
 def hanging_receiver() -> Iterator[dict[str, Any]]:
-    """Accepts connections and never answers; counts the connections open at once and those the client closed."""
+    """Accepts connections and never answers; counts this receiver's own attempts open at once and those the client
+    closed. An attempt is this receiver's once its request line names ``seen["path"]`` (unique per receiver): the
+    shared stack may still retry an earlier test's delivery whose receiver had the same ephemeral port, and such a
+    stranger is closed at once, never counted (a CI run counted 12 open of 10 before this)."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
     listener.setblocking(False)
-    seen: dict[str, Any] = {"port": listener.getsockname()[1], "open": 0, "max_open": 0, "closed": 0}
+    path = f"/slow-{uuid.uuid4().hex}"
+    seen: dict[str, Any] = {"port": listener.getsockname()[1], "path": path, "open": 0, "max_open": 0, "closed": 0}
+    seen["strangers"] = 0
     stop = threading.Event()
 
     def serve() -> None:
-        conns: list[socket.socket] = []
+        received: dict[socket.socket, bytes] = {}
+        ours: set[socket.socket] = set()
         ends = time.monotonic() + BOUND_S
         while not stop.is_set() and time.monotonic() < ends:
-            readable, _, _ = select.select([listener, *conns], [], [], 0.05)
+            readable, _, _ = select.select([listener, *received], [], [], 0.05)
             for ready in readable:
                 if ready is listener:
                     conn, _ = listener.accept()
-                    conns.append(conn)
-                    seen["open"] += 1
-                    seen["max_open"] = max(seen["max_open"], seen["open"])
+                    received[conn] = b""
                     continue
                 try:
                     data = ready.recv(65536)
                 except OSError:
                     data = b""
+                if data and ready not in ours:
+                    received[ready] += data
+                    line = received[ready].split(b"\r\n", 1)
+                    if len(line) == 1:
+                        continue  # the request line is still arriving
+                    if line[0].split(b" ")[1:2] == [path.encode()]:
+                        ours.add(ready)
+                        seen["open"] += 1
+                        seen["max_open"] = max(seen["max_open"], seen["open"])
+                        continue
+                    data = b""  # a stranger's request: closed unanswered, not counted
+                    seen["strangers"] += 1
                 if not data:
-                    conns.remove(ready)
+                    del received[ready]
                     ready.close()
-                    seen["open"] -= 1
-                    seen["closed"] += 1
-        for conn in conns:
+                    if ready in ours:
+                        ours.discard(ready)
+                        seen["open"] -= 1
+                        seen["closed"] += 1
+        for conn in received:
             conn.close()
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -219,7 +237,7 @@ def test_a_batch_of_receivers_that_all_hang_ends_inside_the_function_timeout(sta
     max_open = 0
     for _ in range(3):  # the ten must be one batch; if a poller's receive split them (rare), ten more jobs
         with hanging_receiver() as seen:
-            hook = f"http://127.0.0.1:{seen['port']}/slow"
+            hook = f"http://127.0.0.1:{seen['port']}{seen['path']}"
             with deliveries_held(stack) as queued:
                 # Ten real jobs of the developer's, each ending at once (cancelled): the stack publishes and records
                 # their terminal events, which are the only deliveries to the receiver (issue 33: the delivery
