@@ -25,6 +25,7 @@ gate = Gate(
         "video": PoolConfig(settings.video_endpoint_name, settings.video_max_concurrent_invocations_per_instance),
     },
     instances=adapters.endpoint_instances(),
+    grace_s=settings.admission_heal_grace_seconds,
 )
 queue_metrics = adapters.admission_metrics()
 

@@ -63,6 +63,10 @@ LOCAL_PARAMETERS = {
     # The batch reconciler's grace on the compressed clock (15 min -> 30 s): a lost terminal event is made good within
     # about half a minute. Tests that want it sooner pass `--parameter BatchReconcileGraceSeconds=N`.
     "BatchReconcileGraceSeconds": "30",
+    # The admission healer's grace (60 s -> 10 s): a grant whose answer was lost is answered again about 10 s later,
+    # not a minute (the healer itself runs every local "minute", 1 s). Not shorter: a step can take seconds to start
+    # on a loaded laptop, and the grace is what leaves it alone.
+    "AdmissionHealGraceSeconds": "10",
     # The voice network parameters feed only resources with no local meaning (ECS, load balancer, security groups:
     # SKIPPED below), but the template's Rules require them with EnableVoice=true - as CloudFormation would.
     "RelayImageUri": "000000000000.dkr.ecr.us-east-1.amazonaws.com/omnireel-relay:local",

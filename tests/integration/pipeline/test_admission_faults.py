@@ -75,14 +75,6 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
 
     monkeypatch.setattr(gate.store, "grant", grant_and_note)
     monkeypatch.setattr(gate.callbacks, "succeed", lossy_succeed)
-    heal, resumed = pipeline.heal_admission, [0]
-
-    def heal_and_count() -> dict[str, Any]:
-        report = heal()
-        resumed[0] += sum(kind["resumed"] for kind in report.values())
-        return report
-
-    monkeypatch.setattr(pipeline, "heal_admission", heal_and_count)
     pipeline.crash_next["wait_for_slot"] = 2  # the wait's Lambda crashes twice: its state retries it
 
     jobs = {_submit(pipeline, "caller-a", f"a{i}"): "caller-a" for i in range(4)}
@@ -98,7 +90,9 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
         if _status(pipeline, job_id, caller) == "queued" and len(cancelled) < 2 and job_id not in unanswered:
             answer = pipeline.api("DELETE", f"/jobs/{job_id}", caller=caller)
             if answer["statusCode"] == 200:
-                assert answer["json"]["model_called"] is False
+                # queued when read; a grant between that read and the DELETE makes it a cancel during its image (the
+                # answer then says nothing of model_called): either way it ends cancelled, once
+                assert answer["json"].get("model_called", False) is False
                 cancelled.append(job_id)
 
     def rendering_or_done() -> bool:
@@ -127,7 +121,11 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
         terminal.setdefault(event["job_id"], []).append(event["event_type"])
     assert sorted(terminal) == sorted(jobs) and all(len(types) == 1 for types in terminal.values()), terminal
     assert lost[0] == 2 and len(unanswered) == 1 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled
-    assert resumed[0] == 1  # the healer resumed the one job whose answer was lost, and no other
+    # The job whose answer was lost went on, long before its hour-long queue limit: the healer answered its grant
+    # again, or its own retried wait found the grant (wait_for_slot crashes twice above), whichever came first
+    # (test_admission_grants.py pins the healer's part alone). With a grace of 0 the healer may also answer a live
+    # dispatcher's grant first (a token takes one answer): that dispatcher keeps the grant (peak: no slot served two).
+    # Every job not cancelled succeeded (below), the one whose answer was lost among them unless it was cancelled.
     assert peak[0] == 1
     assert all(_status(pipeline, j, c) == "succeeded" for j, c in jobs.items() if j not in cancelled)
 
@@ -142,3 +140,13 @@ def pipeline_mp4() -> bytes:
     from tests.integration.pipeline.harness import tiny_mp4
 
     return tiny_mp4()
+
+
+def test_the_healer_reads_its_grace_from_its_environment(make_pipeline, monkeypatch):
+    """ADMISSION_HEAL_GRACE_SECONDS (template: AdmissionHealGraceSeconds, tests/unit/template/test_admission_scaling.py)
+    reaches the healer's Gate through its settings, the default otherwise: the local stack's 10 s is what lets the
+    fault suite see a lost grant answer repaired inside a phase."""
+    monkeypatch.delenv("ADMISSION_HEAL_GRACE_SECONDS", raising=False)
+    assert make_pipeline().handlers["heal_admission"].gate.grace_s == 60
+    monkeypatch.setenv("ADMISSION_HEAL_GRACE_SECONDS", "7")
+    assert make_pipeline().handlers["heal_admission"].gate.grace_s == 7

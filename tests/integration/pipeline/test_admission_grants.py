@@ -1,7 +1,8 @@
 """Issue 34: admission's grants are conditional transactions. Many jobs take, wait for and release a small pool's slots
 at once on threads (moto's DynamoDB with the local stack's per-request isolation, patch 26): no slot is ever granted
-twice, the pool never holds more than its capacity, releases racing each other free a slot once, a grant whose wait is
-already over (a dead task token) gives its slot back, and at the end nothing leaks: no holder, nobody waiting, in_use 0.
+twice, the pool never holds more than its capacity, releases racing each other free a slot once, a grant whose answer is
+refused is given back only once its job has ended (a timed-out wait's RecordExpired), never while the job runs on it
+(the healer answered first), and at the end nothing leaks: no holder, nobody waiting, in_use 0.
 """
 
 from __future__ import annotations
@@ -151,6 +152,10 @@ def test_concurrent_grants_and_releases_never_grant_a_slot_twice_and_leak_none(s
             callbacks.dead.add(token)
         gate.wait(job_id, "image", token)
         if job_id in dead:
+            # its wait times out: the execution's RecordExpired ends the job and leave() frees what it holds, whether
+            # a dispatcher granted it a slot before (its answer refused: the slot stays until here) or not
+            threading.Event().wait(random.uniform(0, 0.01))  # the timeout's moment (bounded; not a synchronisation)
+            gate.leave(jobs.transition(job_id, JobStatus.EXPIRED))
             with lock:
                 abandoned.append(job_id)
             return
@@ -160,8 +165,7 @@ def test_concurrent_grants_and_releases_never_grant_a_slot_twice_and_leak_none(s
     with ThreadPoolExecutor(12) as pool:
         for future in [pool.submit(run, job_id) for job_id in job_ids]:
             future.result()
-    for _ in range(3):  # the dead waits' entries leave when a grant finds their tokens gone
-        gate.dispatch("image")
+    gate.dispatch("image")
 
     pool_item = store.pool("image")
     assert pool_item is not None
@@ -266,6 +270,56 @@ def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
     assert callbacks.answered == [token]
     assert gate.heal(workflow=_Running())["image"]["resumed"] == 0  # type: ignore[arg-type]
     assert callbacks.answered == [token]  # answered once
+
+
+def test_a_grant_the_healer_answered_first_is_not_given_back_by_its_slow_dispatcher(stores):
+    """The healer takes a grant for lost (older than its grace, the job still waiting) while its dispatcher is only
+    slow, and answers the token first; the dispatcher's own SendTaskSuccess is then refused. The job runs on the grant,
+    so the dispatcher must keep it: giving the slot back granted it to the next job too, two jobs calling the model on
+    one slot (the integration pipeline's admission-faults test saw the healer resume two jobs, one of them this way)."""
+    jobs, store = stores
+    a, b, c = _job(jobs, "caller-a"), _job(jobs, "caller-b"), _job(jobs, "caller-c")
+    raced: list[str] = []
+
+    class HealerFirst(Callbacks):
+        def succeed(self, token: str, output: dict) -> bool:
+            if token == f"token-{b}" and not raced:
+                raced.append(token)  # between the grant and this answer, the healer runs (grace 0: the grant is "old")
+                assert gate.heal(workflow=_Running())["image"]["resumed"] == 1  # type: ignore[arg-type]
+            return super().succeed(token, output)
+
+    callbacks = HealerFirst()
+    gate = _one_slot_gate(jobs, store, callbacks, grace_s=0)
+    gate.refresh("image")
+    assert gate.acquire(a, "image")
+    for job_id in (b, c):
+        callbacks.waiters[f"token-{job_id}"] = threading.Event()
+        assert gate.wait(job_id, "image", f"token-{job_id}") == "queued"
+    assert gate.release(a, "image")  # its dispatch grants B, and the healer answers B's token before it does
+    assert raced and callbacks.answered == [f"token-{b}"]
+    assert store.holds("image", b), "B runs on its grant: its slot must stay held"
+    assert not store.holds("image", c) and not callbacks.waiters[f"token-{c}"].is_set(), "C granted B's slot too"
+    pool = store.pool("image")
+    assert pool is not None and (pool.in_use, pool.waiting) == (1, 1)
+
+
+def test_a_refused_answer_gives_the_slot_back_once_the_job_has_ended(stores):
+    """The other refusal: B's wait is over and B has ended (its wait timed out, RecordExpired ran between the grant and
+    the answer). The dispatcher gives the slot back and grants it to C."""
+    jobs, store = stores
+    a, b, c = _job(jobs, "caller-a"), _job(jobs, "caller-b"), _job(jobs, "caller-c")
+    callbacks = Callbacks()
+    gate = _one_slot_gate(jobs, store, callbacks)
+    gate.refresh("image")
+    assert gate.acquire(a, "image")
+    for job_id in (b, c):
+        callbacks.waiters[f"token-{job_id}"] = threading.Event()
+        assert gate.wait(job_id, "image", f"token-{job_id}") == "queued"
+    callbacks.dead.add(f"token-{b}")
+    jobs.transition(b, JobStatus.EXPIRED)  # ended without leaving the queue yet (its leave() is still to come)
+    assert gate.release(a, "image")
+    assert not store.holds("image", b) and store.holds("image", c)
+    assert callbacks.answered == [f"token-{c}"]
 
 
 def test_a_grant_the_wait_took_at_once_keeps_its_token_for_the_healer(stores):

@@ -351,3 +351,25 @@ def test_every_admission_pool_has_a_queue_age_alarm(resources: Resources) -> Non
         assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" and props["AlarmActions"]
         alarmed.add(dimension["Value"]["Fn::GetAtt"][0])
     assert alarmed == endpoints
+
+
+def test_the_healers_grace_is_a_parameter_its_settings_and_its_gate_read() -> None:
+    """The healer's grace (how long a grant or an entry is left alone) comes from AdmissionHealGraceSeconds, whose
+    bounds and default are the settings field's, and the handler hands it to its Gate (before, the Gate's 60 s was
+    fixed, and the local stack healed a lost grant answer only after a real minute: the short fault suite's phases end
+    at 45 s)."""
+    import msgspec
+
+    from omnireel.runtime.settings import AdmissionHealSettings
+    from omnireel_local.provision import LOCAL_PARAMETERS
+
+    template = load_template()
+    parameter = template["Parameters"]["AdmissionHealGraceSeconds"]
+    variables = template["Resources"]["HealAdmissionFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["ADMISSION_HEAL_GRACE_SECONDS"] == {"Ref": "AdmissionHealGraceSeconds"}
+    field = {f.name: f for f in msgspec.structs.fields(AdmissionHealSettings)}["admission_heal_grace_seconds"]
+    assert field.default == parameter["Default"]
+    meta = field.type.__metadata__[0]
+    assert (meta.ge, meta.le) == (parameter["MinValue"], parameter["MaxValue"])
+    local = float(LOCAL_PARAMETERS["AdmissionHealGraceSeconds"])
+    assert parameter["MinValue"] <= local < parameter["Default"]

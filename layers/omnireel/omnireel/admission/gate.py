@@ -8,8 +8,10 @@
   runs once, so a slot freed meanwhile is never lost.
 - ``dispatch`` (after every release, after every enqueue, from the healing schedule): while slots are free and jobs
   wait, the caller served least recently gets the next slot (round-robin across callers), its oldest job first; the
-  grant is one transaction and then SendTaskSuccess. A dead token (the wait timed out, the execution was stopped)
-  gives the slot back at once.
+  grant is one transaction and then SendTaskSuccess. A refused answer gives the slot back only if the job has ended:
+  Step Functions refuses a token whose wait is over (timed out, stopped) and one answered already (the healer took the
+  grant for lost and answered it first), and in the second case the job runs on this grant. A wait that timed out
+  ends its job (RecordExpired, RecordFailure: ``leave`` frees the slot); a stopped execution's slot is the healer's.
 - ``release``: when the stage ends (the image call returned; the async video result arrived; the job ended).
 - ``heal`` (every minute): capacity from DescribeEndpoint; slots of jobs that ended or whose execution is gone are
   released; a grant whose job still waits (its dispatcher died between the grant and SendTaskSuccess) has its token
@@ -97,8 +99,8 @@ class Gate:
         if pool.waiting <= 0 and pool.free > 0 and self.acquire(job_id, kind, task_token=task_token):
             # The fast path was refused before the pool existed or its capacity was refreshed (a scale-out): admitted
             # now, the job never waited (no queued status, no job.queued).
-            if not self.callbacks.succeed(task_token, {"admitted": True, "kind": kind}):
-                self.release(job_id, kind)  # the wait is over already (timed out, stopped): the slot goes back
+            if not self._answer(job_id, kind, task_token):
+                self.dispatch(kind)  # the job had ended: its slot went back, and the next job may take it
             return "granted"
         first = job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED)  # never admitted: its queue limit applies
         key = caller_key(job.owner)
@@ -148,11 +150,8 @@ class Gate:
                 return granted
             if not self.store.grant(entry, iso(now())):
                 continue  # raced with another dispatcher or a cancel: look again
-            answered = self.callbacks.succeed(entry.task_token, {"admitted": True, "kind": kind})
-            if not answered:  # the wait is over (timed out, execution stopped): give the slot back
-                logger.info("granted slot's task is gone: released", extra={"job_id": entry.job_id, "kind": kind})
-                self.store.release(kind, entry.job_id)
-                continue
+            if not self._answer(entry.job_id, kind, entry.task_token):
+                continue  # an ended job's slot went back: look again
             granted += 1
         return granted
 
@@ -299,6 +298,26 @@ class Gate:
                     return head
             return None
         return min(heads, key=lambda head: (head.sk.split("#")[1], head.job_id))
+
+    def _answer(self, job_id: str, kind: Kind, task_token: str) -> bool:
+        """SendTaskSuccess for a grant. Refused, the slot goes back only if the job has ended (or vanished): Step
+        Functions refuses alike a token whose wait is over and one answered already, and a token the healer answered
+        first (it took this grant for lost) belongs to a job that now runs on the grant; releasing it let a second job
+        call the model on the same slot. A wait that timed out ends its job (``leave`` frees the slot then), a stopped
+        execution's slot is freed by the healer. True if this answer resumed the job."""
+        if self.callbacks.succeed(task_token, {"admitted": True, "kind": kind}):
+            return True
+        try:
+            ended = self.jobs.get(job_id).status.terminal
+        except JobNotFound:
+            ended = True
+        extra = {"job_id": job_id, "kind": kind}
+        if ended:
+            logger.info("granted slot's job has ended: released", extra=extra)
+            self.store.release(kind, job_id)
+        else:
+            logger.info("grant's answer refused (answered already, or its wait ends by itself): kept", extra=extra)
+        return False
 
     def _alive(self, job_id: str, workflow: Workflow, *, grace_from: str, kind: Kind | None = None) -> bool:
         """Does the job still need its slot or entry? Not if it ended, vanished, its execution is not running (a crash

@@ -173,6 +173,8 @@ class AdmissionSettings(PublishSettings, frozen=True, kw_only=True):
 
 class AdmissionHealSettings(AdmissionSettings, frozen=True, kw_only=True):
     state_machine_arn: str  # is a holder's (or a waiting job's) execution still running?
+    # template.yaml AdmissionHealGraceSeconds: a grant or a queue entry younger than this is left alone (Gate.grace_s)
+    admission_heal_grace_seconds: Annotated[float, msgspec.Meta(ge=5, le=3600)] = 60.0
 
 
 class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
