@@ -14,7 +14,8 @@ On the reliability stack (bench/fault_suite.py), through the front door and the 
    the others run.
 
 Checked for every batch: ``completed``; ``accepted + rejected == total`` and ``succeeded + failed + cancelled ==
-total``; one terminal event per line's job (from the suite's event collector); and BatchSubmit never timed out
+total``; one terminal event per line's job (from the suite's event collector, waited for after completion: the
+subscriber drains its queue behind the counts); and BatchSubmit never timed out
 (the stack log's "timed out" lines for it). ``--lines N`` (bench/reliability.py) adds one N-line drop (10,000: the
 issue's loaded-machine run) whose lines fail fast (an invalid field, or the slow host) so the fan-out, not the
 pipeline, is what is measured.
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.hostile_consumers import Caller, _developer, _second_caller
-from bench.localstack import EventCollector, IsolatedStack, consumer_paused
+from bench.localstack import PROGRESS_EVENTS, EventCollector, IsolatedStack, consumer_paused
 
 SLOW_HOST = "slow-submit.hooks.test"
 SLOW_DELAY_S = 30  # far past the submit-time bound (omnireel.webhooks.submit_check.SUBMIT_RESOLVE_TIMEOUT_S)
@@ -39,6 +40,9 @@ BATCH_SUBMIT_TIMEOUT_S = 20  # a third of the template's 60 s: a lookup (5 s) an
 VISIBILITY_S = 25  # the batch queue's visibility timeout for the phase (template: 360 s); above the Timeout
 CRASH_RATE = 0.25
 DEAD_LETTER_RECEIVES = 2  # the batch queue's maxReceiveCount while the first batch's chunk is made to dead-letter
+# After the batches complete, the subscriber's queue may still hold their terminal events (a 10,000-line drop's events
+# arrive faster than one receiver drains them): waited for, bounded, at this rate at least.
+DRAIN_EVENTS_PER_S = 50
 TINY_VIDEO = {"num_frames": 5, "width": 256, "height": 192, "num_inference_steps": 2}
 
 
@@ -243,12 +247,10 @@ def run_batch_faults(
         "dead-lettered" in (r.get("error") or "") for r in dead.manifest.values()
     ):
         bad_reasons.append(f"dead-lettered batch: no line failed with the dead-letter reason: {dead.manifest}")
-    ids = {x.batch_id for x in batches}
-    per_batch: dict[str, set[str]] = {i: set() for i in ids}
-    for received in collector.received:
-        ref = received.event.get("batch")
-        if isinstance(ref, dict) and ref.get("batch_id") in ids:
-            per_batch[ref["batch_id"]].add(str(received.event.get("job_id")))
+    # The counts above come from the batch records; the events are the subscriber's, which may lag behind them.
+    drained = time.monotonic() + max(30.0, sum(x.total for x in batches) / DRAIN_EVENTS_PER_S)
+    _wait(lambda: all(len(jobs) >= x.total for x, jobs in _terminal_per_batch(collector, batches)), drained, every=2)
+    per_batch = {x.batch_id: jobs for x, jobs in _terminal_per_batch(collector, batches)}
     return BatchFaultsResult(
         batches=batches,
         unfinished=unfinished,
@@ -262,6 +264,16 @@ def run_batch_faults(
         seconds=time.monotonic() - started,
         lines=sum(x.total for x in batches),
     )
+
+
+def _terminal_per_batch(collector: EventCollector, batches: list[FaultBatch]) -> list[tuple[FaultBatch, set[str]]]:
+    """Per batch, the distinct line jobs the subscriber received a terminal event for (progress events not counted)."""
+    ids: dict[str, set[str]] = {x.batch_id: set() for x in batches}
+    for received in list(collector.received):
+        ref, kind = received.event.get("batch"), received.event.get("event_type")
+        if isinstance(ref, dict) and ref.get("batch_id") in ids and kind not in PROGRESS_EVENTS:
+            ids[ref["batch_id"]].add(str(received.event.get("job_id")))
+    return [(x, ids[x.batch_id]) for x in batches]
 
 
 def _view(caller: Caller, batch: FaultBatch) -> str:

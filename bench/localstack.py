@@ -294,7 +294,9 @@ class EventCollector:
                 event = json.loads(body["Message"]) if body.get("Type") == "Notification" else body
                 with self._lock:
                     self.received.append(Received(now, event, body.get("MessageId", message["MessageId"])))
-                sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+            if messages:  # one call per receive (a 10,000-line batch's events drain ten times faster than one by one)
+                entries = [{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)]
+                sqs.delete_message_batch(QueueUrl=self.url, Entries=entries)
 
     def terminal(self, job_id: str) -> list[Received]:
         with self._lock:
