@@ -44,6 +44,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
         logger.warning("batch reconciler repaired", extra={"repairs": repairs.details[:50]})
     return {
         "lines_counted": repairs.lines_counted,
+        "events_sent": repairs.events_sent,
         "slots_freed": repairs.slots_freed,
         "jobs_failed": repairs.jobs_failed,
         "intakes_ended": repairs.intakes_ended,

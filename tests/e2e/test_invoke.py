@@ -66,6 +66,7 @@ EXPECTED = {
             set(r)
             == {
                 "lines_counted",
+                "events_sent",
                 "slots_freed",
                 "jobs_failed",
                 "intakes_ended",

@@ -194,6 +194,45 @@ def test_a_lost_terminal_event_is_counted_once_and_its_slot_freed(aws):
     assert aws["reconciler"].run(_later()).total == 0 and aws["store"].in_flight(batch.batch_id) == 0
 
 
+class Killed(BaseException):
+    """The process killed (the fault suite's lambda_crash): nothing after it runs, no handler catches it."""
+
+
+def test_a_rejected_line_whose_submitter_died_before_its_event_gets_its_job_failed_from_the_reconciler(
+    aws, monkeypatch
+):
+    """A BatchSubmit killed between a rejected line's job record (created failed) and its job.failed: the retried
+    work item finds the line recorded and skips it, and the reconciler counted the line from the job record, so the
+    batch completed while that job's one terminal event was never sent (the 10,000-line fault run: 9,986 events for
+    10,000 lines, counts adding up). The reconciler publishes the missing event; the line is counted once."""
+    batch, _ = aws["intake"].start_api_batch([{"prompt": ""}], owner="alice", idempotency_key="k-killed")
+    (item,) = _receive(aws, "work")
+    lines = [Line.from_message(line) for line in item["lines"]]
+    publish = aws["publisher"].publish
+
+    def killed(event: Any) -> None:
+        raise Killed
+
+    monkeypatch.setattr(aws["publisher"], "publish", killed)
+    with pytest.raises(Killed):
+        aws["fanout"].submit_lines(item["batch_id"], lines, item["attempt"], queued_at=item.get("queued_at"))
+    monkeypatch.setattr(aws["publisher"], "publish", publish)
+    (line,) = aws["store"].lines(batch.batch_id)
+    job = aws["jobs"].get(line["job_id"])
+    assert job.status is JobStatus.FAILED and not job.event_published_at  # the record is there, its event is not
+    outcome = aws["fanout"].submit_lines(item["batch_id"], lines, item["attempt"] + 1, queued_at=item.get("queued_at"))
+    assert outcome["rejected"] == 0  # the retried work item finds the line recorded: it sends nothing
+    assert _receive(aws, "events") == []
+
+    repairs = aws["reconciler"].run(_later())
+    events = [e for e in _receive(aws, "events") if e.get("job_id") == job.job_id]
+    assert [e["event_type"] for e in events] == ["job.failed"], events
+    assert aws["jobs"].get(job.job_id).event_published_at
+    assert repairs.total >= 1 and aws["store"].find(batch.batch_id).failed == 1
+    assert aws["reconciler"].run(_later()).total == 0  # once
+    assert [e for e in _receive(aws, "events") if e.get("job_id") == job.job_id] == []
+
+
 def test_the_reconciler_and_a_concurrent_event_count_a_line_once(aws):
     """The late event arrives first this time: the repair finds the line counted and does nothing."""
     batch, _ = aws["intake"].start_api_batch(_jobs(1), owner="alice", idempotency_key="k2")

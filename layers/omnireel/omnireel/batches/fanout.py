@@ -47,7 +47,7 @@ from omnireel.batches.record import Batch
 from omnireel.core.bounded import bounded
 from omnireel.core.errors import InvalidRequest, SourceVersionGone, TooManyPendingJobs
 from omnireel.core.ids import job_id_for
-from omnireel.jobs.job import BatchRef, JobError, JobStatus
+from omnireel.jobs.job import BatchRef, Job, JobError, JobStatus
 from omnireel.jobs.outcome import finish_job
 from omnireel.jobs.request import parse_job_request_json
 from omnireel.jobs.submission import reject_submission, submit_job
@@ -374,6 +374,16 @@ def reject_line(deps: LineFailure, batch: Batch, number: int, reason: str, *, co
         return False
     fail_line_job(deps, batch, number, code=code, message=reason)
     return True
+
+
+def send_missing_event(deps: LineFailure, job: Job) -> bool:
+    """A terminal line job whose one event was never sent: its sender was killed between the job record (a rejected
+    line's job is created failed) and the publish, and the retried work item finds the line recorded and skips it.
+    Sent now (``finish_job`` publishes once); True if this call sent it."""
+    if job.event_published_at or not job.status.terminal:
+        return False
+    return finish_job(job.job_id, job.status, step_error=None, jobs=deps.jobs, artifacts=deps.artifacts,
+                      publisher=deps.publisher, presign_seconds=deps.presign_seconds, job=job) is not None  # fmt: skip
 
 
 def fail_line_job(deps: LineFailure, batch: Batch, number: int, *, code: str, message: str) -> None:

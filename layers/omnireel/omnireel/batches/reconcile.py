@@ -6,7 +6,9 @@ counted terminal, batch records not yet published), oldest first, and repairs wh
 - a line whose job is terminal but was never counted (its terminal event never reached BatchEventsQueue, or was
   dead-lettered there): counted now from the job record, its in-flight slot freed in the same transaction
   (``BatchStore.record_terminal``: conditional on the line not being counted, so a late real event and this repair
-  count it exactly once between them), then the batch completes if that was its last line;
+  count it exactly once between them), then the batch completes if that was its last line. If the event was never
+  sent at all (its sender killed between the job record and the publish), it is sent first: webhooks and subscribers
+  need it too;
 - a line whose job was never created (submitted, then every start attempt failed): its job is failed with the
   reason, whose ``job.failed`` counts it as any event does;
 - an API batch whose lines were not all queued (POST /batches answered 503 and was not resent): every line not yet
@@ -41,7 +43,7 @@ from omnireel.aws.batch_store import BATCH_ITEM, BatchStore
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
 from omnireel.batches.batch import MAX_FILE_BYTES, Line, split_lines
-from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_job, reject_line
+from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_job, reject_line, send_missing_event
 from omnireel.batches.progress import Progress
 from omnireel.batches.record import COUNTED_AS, TERMINAL_COUNTERS, Batch
 from omnireel.core.clock import iso, now, parse_time
@@ -55,6 +57,7 @@ LOST_LINE_MIN_SILENCE_S = 6 * MAX_RETRY_DELAY_S
 @dataclass
 class Repairs:
     lines_counted: int = 0  # terminal jobs whose event was lost: counted (and their slots freed) here
+    events_sent: int = 0  # terminal line jobs whose event was never sent (its sender killed first): sent here
     slots_freed: int = 0
     jobs_failed: int = 0  # submitted lines whose job never existed
     intakes_ended: int = 0  # batches whose intake stopped: unqueued lines failed, or the split ended at its cursor
@@ -65,7 +68,10 @@ class Repairs:
 
     @property
     def total(self) -> int:
-        return self.lines_counted + self.jobs_failed + self.intakes_ended + self.batches_completed + self.lines_lost
+        return (
+            self.lines_counted + self.events_sent + self.jobs_failed + self.intakes_ended + self.batches_completed
+            + self.lines_lost
+        )  # fmt: skip
 
 
 @dataclass
@@ -132,6 +138,13 @@ class Reconciler:
         ended = parse_time(job.updated_at)
         if ended and ended > cutoff:
             return False  # terminal only recently: its event is probably on its way
+        if send_missing_event(self.failure, job):  # never sent (not lost on the way): every consumer needs it
+            repairs.events_sent += 1
+            repairs.details.append(f"{batch_id} line {number}: {job.status.value} job's event sent (never was)")
+            logger.warning(
+                "batch line's terminal event was never sent: sent by the reconciler",
+                extra={"batch_id": batch_id, "line": number, "job_id": job.job_id, "status": job.status.value},
+            )
         counted = self.store.record_terminal(
             batch_id,
             number,
