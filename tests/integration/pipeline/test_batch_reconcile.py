@@ -405,3 +405,31 @@ def test_the_in_flight_cap_is_per_batch_so_one_callers_batch_does_not_hold_back_
     outcome = _run_work(aws)
     assert (outcome["accepted"], outcome["deferred"]) == (2, 1)
     assert aws["store"].in_flight(alice.batch_id) == 1 and aws["store"].in_flight(bob.batch_id) == 1
+
+
+def test_a_missing_event_that_cannot_be_sent_holds_its_line_for_a_bounded_time_only(aws, monkeypatch):
+    """The reconciler's send of a missing event fails (SNS down): the line stays open and the next run tries again,
+    until the job has been terminal longer than a lost line may stay silent; then the line is counted without it (the
+    failure logged), so no batch waits forever on one event."""
+    from omnireel.core.errors import PublishFailed
+
+    batch, _ = aws["intake"].start_api_batch([{"prompt": ""}], owner="alice", idempotency_key="k-unsendable")
+    (item,) = _receive(aws, "work")
+    lines = [Line.from_message(line) for line in item["lines"]]
+
+    publish = aws["publisher"].publish
+
+    def down(event: Any) -> None:  # this job's events cannot be sent (the batch's own batch.completed can)
+        if getattr(event, "job_id", None):
+            raise PublishFailed("could not publish job.failed: SNS is down (test)")
+        publish(event)
+
+    monkeypatch.setattr(aws["publisher"], "publish", down)
+    with pytest.raises(PublishFailed):
+        aws["fanout"].submit_lines(item["batch_id"], lines, item["attempt"], queued_at=item.get("queued_at"))
+    reconciler = aws["reconciler"]
+    assert reconciler.run(_later()).total == 0 and aws["store"].find(batch.batch_id).failed == 0  # held: retried
+    late = now() + timedelta(seconds=reconciler.lost_line_silence_s + 1)
+    reconciler.run(late)
+    done = aws["store"].find(batch.batch_id)
+    assert done.failed == 1 and done.event_published_at  # counted and completed: the batch is not held any longer

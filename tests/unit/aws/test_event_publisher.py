@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from botocore.stub import Stubber
 
@@ -31,3 +33,35 @@ def test_a_failed_image_ready_publish_is_a_publish_failed_naming_the_job(publish
         sns.add_client_error("publish", service_error_code="InternalError", http_status_code=500)
         with pytest.raises(PublishFailed, match=r"job\.image_ready for job job-1"):
             publisher.publish(event)
+
+
+def test_a_prompt_with_characters_sqs_refuses_is_published_escaped_and_reads_back_the_same(
+    publisher: EventPublisher,
+) -> None:
+    """A raw U+FFFE or U+FFFF in a prompt (valid JSON, valid UTF-8) made the job's event a body SNS's SQS subscribers
+    refuse (InvalidMessageContents): the webhook and batch queues never got it, and a batch line's job ended without
+    its one terminal event (found when the reconciler began sending missing events: ``tests/e2e/
+    test_batch_characters.py`` stopped completing). Published JSON-escaped: the same value, every character allowed."""
+    from omnireel.core.sqs_text import _OUTSIDE_SQS_SET
+
+    prompt = "a paper lantern \ufffe at dusk \uffff"
+    event = ImageReadyEvent(
+        event_id="e2", occurred_at="2026-12-01T00:00:00Z", job_id="job-2", status="generating_image", prompt=prompt,
+        request=None, source="api", artifacts=None,
+    )  # fmt: skip
+    sent: dict[str, str] = {}
+    with Stubber(publisher._sns) as sns, Stubber(publisher._events) as events:
+        sns.add_response("publish", {"MessageId": "m"})
+        events.add_response("put_events", {"FailedEntryCount": 0, "Entries": [{"EventId": "x"}]})
+        sns.client.meta.events.register(
+            "before-parameter-build.sns.Publish", lambda params, **_: sent.update(sns=params["Message"])
+        )
+        events.client.meta.events.register(
+            "before-parameter-build.eventbridge.PutEvents",
+            lambda params, **_: sent.update(bus=params["Entries"][0]["Detail"]),
+        )
+        publisher.publish(event)
+    for body in sent.values():
+        assert not _OUTSIDE_SQS_SET.search(body), body
+        assert json.loads(body)["prompt"] == prompt
+    assert set(sent) == {"sns", "bus"}

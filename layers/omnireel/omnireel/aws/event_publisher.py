@@ -14,6 +14,7 @@ from omnireel.aws.dynamodb_values import to_attributes
 from omnireel.core.clock import iso, now
 from omnireel.core.errors import PublishFailed
 from omnireel.core.records import to_json
+from omnireel.core.sqs_text import sqs_safe_json
 from omnireel.events.batch_events import BatchEvent
 from omnireel.events.job_events import EVENT_SOURCE, ImageReadyEvent, JobEvent, QueuedEvent, sns_message_attributes
 from omnireel.events.published import published_attribute
@@ -75,7 +76,10 @@ class EventPublisher:
         )
 
     def publish(self, event: JobEvent | ImageReadyEvent | QueuedEvent | BatchEvent) -> None:
-        body = to_json(event)
+        # Characters SNS's SQS subscribers refuse (a raw U+FFFE in a prompt is valid JSON and valid UTF-8) are JSON
+        # escapes here: the same value, and a body every subscriber's queue accepts. Unescaped, the event never reached
+        # the webhook and batch queues: the job ended without its one terminal event.
+        body = sqs_safe_json(to_json(event))
         attributes = sns_message_attributes(event)
         # job.image_ready names its job too (an AttributeError here used to hide the publish failure)
         subject = f"batch {event.batch_id}" if isinstance(event, BatchEvent) else f"job {event.job_id}"

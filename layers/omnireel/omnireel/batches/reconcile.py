@@ -47,6 +47,7 @@ from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_jo
 from omnireel.batches.progress import Progress
 from omnireel.batches.record import COUNTED_AS, TERMINAL_COUNTERS, Batch
 from omnireel.core.clock import iso, now, parse_time
+from omnireel.core.errors import PublishFailed
 from omnireel.runtime.observability import logger
 
 # A batch with unrecorded lines is taken for lost only after this much silence at least: several backpressure
@@ -138,13 +139,17 @@ class Reconciler:
         ended = parse_time(job.updated_at)
         if ended and ended > cutoff:
             return False  # terminal only recently: its event is probably on its way
-        if send_missing_event(self.failure, job):  # never sent (not lost on the way): every consumer needs it
-            repairs.events_sent += 1
-            repairs.details.append(f"{batch_id} line {number}: {job.status.value} job's event sent (never was)")
-            logger.warning(
-                "batch line's terminal event was never sent: sent by the reconciler",
-                extra={"batch_id": batch_id, "line": number, "job_id": job.job_id, "status": job.status.value},
-            )
+        extra = {"batch_id": batch_id, "line": number, "job_id": job.job_id, "status": job.status.value}
+        try:
+            if send_missing_event(self.failure, job):  # never sent (not lost on the way): every consumer needs it
+                repairs.events_sent += 1
+                repairs.details.append(f"{batch_id} line {number}: {job.status.value} job's event sent (never was)")
+                logger.warning("batch line's terminal event was never sent: sent by the reconciler", extra=extra)
+        except PublishFailed:
+            if ended and (cutoff - ended).total_seconds() + self.grace_s < self.lost_line_silence_s:
+                raise  # the next run tries again (the item's failure is logged by run)
+            # Failing for longer than a lost line may stay silent: the batch is not held for it any longer.
+            logger.exception("batch line counted without its terminal event: it could not be sent", extra=extra)
         counted = self.store.record_terminal(
             batch_id,
             number,
