@@ -379,8 +379,8 @@ def reject_line(deps: LineFailure, batch: Batch, number: int, reason: str, *, co
 def send_missing_event(deps: LineFailure, job: Job) -> bool:
     """A terminal line job whose one event was never sent: its sender was killed between the job record (a rejected
     line's job is created failed) and the publish, and the retried work item finds the line recorded and skips it.
-    Sent now (``finish_job`` publishes once); True if this call sent it."""
-    if job.event_published_at or not job.status.terminal:
+    Sent now (``finish_job`` publishes once: a job whose event was sent gets nothing); True if this call sent it."""
+    if not job.status.terminal:  # finish_job would move it on instead
         return False
     return finish_job(job.job_id, job.status, step_error=None, jobs=deps.jobs, artifacts=deps.artifacts,
                       publisher=deps.publisher, presign_seconds=deps.presign_seconds, job=job) is not None  # fmt: skip
