@@ -30,6 +30,7 @@ reconciler = Reconciler(
     grace_s=settings.batch_reconcile_grace_seconds,
     dead_letter_queue=adapters.dead_letters(settings) if settings.batch_dead_letter_queue_url else None,
     inbox=adapters.inbox_store(),
+    workflow=adapters.workflow(settings),
 )
 
 
@@ -47,6 +48,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
         "events_sent": repairs.events_sent,
         "slots_freed": repairs.slots_freed,
         "jobs_failed": repairs.jobs_failed,
+        "jobs_started": repairs.jobs_started,
         "intakes_ended": repairs.intakes_ended,
         "batches_completed": repairs.batches_completed,
         "lines_lost": repairs.lines_lost,

@@ -433,3 +433,49 @@ def test_a_missing_event_that_cannot_be_sent_holds_its_line_for_a_bounded_time_o
     reconciler.run(late)
     done = aws["store"].find(batch.batch_id)
     assert done.failed == 1 and done.event_published_at  # counted and completed: the batch is not held any longer
+
+
+class _Executions:
+    """Step Functions as the reconciler sees it: the stub's starts, and whether a job's execution exists."""
+
+    def __init__(self, stub: StubWorkflow) -> None:
+        self.stub = stub
+
+    def started(self, job_id: str, name: str) -> bool:
+        return job_id in self.stub.started
+
+    def start(self, job_id: str, name: str) -> str:
+        self.stub.start(job_id, name)
+        return name
+
+
+def test_a_line_whose_job_was_written_but_never_started_is_started_by_the_reconciler(aws, monkeypatch):
+    """A BatchSubmit killed between a line's job record and its StartExecution, with every later receive of the work
+    item killed too (dead-lettered): the line holds its slot and its job stays ``accepted`` with no execution; the
+    batch waited for the job deadline's WorkflowNotStarted (10 minutes: the fault suite's dead-lettered batch, stuck
+    ``running``). The reconciler starts the job's own execution, once."""
+    batch, _ = aws["intake"].start_api_batch(_jobs(1), owner="alice", idempotency_key="k-unstarted")
+    (item,) = _receive(aws, "work")
+    lines = [Line.from_message(line) for line in item["lines"]]
+
+    def killed(job_id: str, name: str) -> None:
+        raise Killed
+
+    monkeypatch.setattr(aws["workflow"], "start", killed)
+    with pytest.raises(Killed):
+        aws["fanout"].submit_lines(item["batch_id"], lines, item["attempt"], queued_at=item.get("queued_at"))
+    monkeypatch.undo()
+    (line,) = aws["store"].lines(batch.batch_id)
+    job = aws["jobs"].get(line["job_id"])
+    assert line["submitted"] == "accepted" and job.status is JobStatus.ACCEPTED and aws["workflow"].started == []
+
+    reconciler = Reconciler(store=aws["store"], jobs=aws["jobs"], progress=aws["progress"], failure=aws["failure"],
+                            grace_s=0, workflow=_Executions(aws["workflow"]))  # type: ignore[arg-type]  # fmt: skip
+    assert reconciler.run(now() - timedelta(seconds=60)).jobs_started == 0  # within the grace: its submitter may
+    repairs = reconciler.run(_later())
+    assert repairs.jobs_started == 1 and repairs.total == 1 and aws["workflow"].started == [job.job_id]
+    assert reconciler.run(_later()).total == 0  # started once: the next run finds its execution
+    _end(aws, job.job_id)  # its execution ends it (here: cancelled), and its event counts the line as any other
+    (event,) = [e for e in _receive(aws, "events") if e.get("job_id") == job.job_id]
+    aws["progress"].record(event)
+    assert aws["store"].find(batch.batch_id).cancelled == 1

@@ -386,6 +386,16 @@ def send_missing_event(deps: LineFailure, job: Job) -> bool:
                       publisher=deps.publisher, presign_seconds=deps.presign_seconds, job=job) is not None  # fmt: skip
 
 
+def start_never_started(workflow: Workflow, job: Job) -> bool:
+    """A line's job still ``accepted`` whose execution does not exist (its submitter was killed between the job record
+    and StartExecution, and the work item that would have retried it is gone): its own execution (the name stored
+    with the job, so a concurrent start makes the same one) is started now; True if this call started it."""
+    if job.status is not JobStatus.ACCEPTED or workflow.started(job.job_id, job.execution):
+        return False
+    workflow.start(job.job_id, job.execution)
+    return True
+
+
 def fail_line_job(deps: LineFailure, batch: Batch, number: int, *, code: str, message: str) -> None:
     """The line's job as a failed job (created failed if it does not exist; one that exists and is not terminal is
     failed with the same error; a terminal one keeps its outcome) and its one ``job.failed`` (``finish_job``

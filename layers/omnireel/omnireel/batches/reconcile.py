@@ -11,6 +11,11 @@ counted terminal, batch records not yet published), oldest first, and repairs wh
   need it too;
 - a line whose job was never created (submitted, then every start attempt failed): its job is failed with the
   reason, whose ``job.failed`` counts it as any event does;
+- a line holding a slot whose job was written but whose execution never started (its submitter killed between the
+  job record and StartExecution, and the work item that would have retried it dead-lettered or lost): the job's own
+  execution is started (``Workflow.start``: the name stored with the job, so a live submitter's start and this one
+  make one execution), and the line is ended by that execution as any other. Without it the job waited for the job
+  deadline's ``WorkflowNotStarted`` (omnireel.jobs.deadline: 10 minutes), failing a line that could run;
 - an API batch whose lines were not all queued (POST /batches answered 503 and was not resent): every line not yet
   submitted fails with the reason, and the intake is closed;
 - a dropped file's batch whose splitter stopped (its step dead-lettered): ended at its cursor, as for a deleted file
@@ -42,8 +47,16 @@ from omnireel.aws.batch_queue import DeadLetters
 from omnireel.aws.batch_store import BATCH_ITEM, BatchStore
 from omnireel.aws.inbox_store import InboxStore
 from omnireel.aws.job_store import JobStore
+from omnireel.aws.workflow import Workflow
 from omnireel.batches.batch import MAX_FILE_BYTES, Line, split_lines
-from omnireel.batches.fanout import MAX_RETRY_DELAY_S, LineFailure, fail_line_job, reject_line, send_missing_event
+from omnireel.batches.fanout import (
+    MAX_RETRY_DELAY_S,
+    LineFailure,
+    fail_line_job,
+    reject_line,
+    send_missing_event,
+    start_never_started,
+)
 from omnireel.batches.progress import Progress
 from omnireel.batches.record import COUNTED_AS, TERMINAL_COUNTERS, Batch
 from omnireel.core.clock import iso, now, parse_time
@@ -61,6 +74,7 @@ class Repairs:
     events_sent: int = 0  # terminal line jobs whose event was never sent (its sender killed first): sent here
     slots_freed: int = 0
     jobs_failed: int = 0  # submitted lines whose job never existed
+    jobs_started: int = 0  # submitted lines whose job existed but whose execution never started: started here
     intakes_ended: int = 0  # batches whose intake stopped: unqueued lines failed, or the split ended at its cursor
     batches_completed: int = 0  # batch.completed published here
     lines_lost: int = 0  # lines that never got a record (dead-lettered or lost work items): failed with the reason
@@ -70,8 +84,8 @@ class Repairs:
     @property
     def total(self) -> int:
         return (
-            self.lines_counted + self.events_sent + self.jobs_failed + self.intakes_ended + self.batches_completed
-            + self.lines_lost
+            self.lines_counted + self.events_sent + self.jobs_failed + self.jobs_started + self.intakes_ended
+            + self.batches_completed + self.lines_lost
         )  # fmt: skip
 
 
@@ -89,6 +103,7 @@ class Reconciler:
     dead_letter_queue: DeadLetters | None = None  # BatchDeadLetterQueue (None: not read)
     inbox: InboxStore | None = None  # to list a dropped file's job lines (None: only API batches' lost lines fail)
     lost_line_min_silence_s: int = LOST_LINE_MIN_SILENCE_S
+    workflow: Workflow | None = None  # to start a line's job whose execution never started (None: left to the deadline)
 
     @property
     def lost_line_silence_s(self) -> int:
@@ -135,7 +150,8 @@ class Reconciler:
             return False
         status = COUNTED_AS.get(job.status.value, job.status.value)
         if status not in TERMINAL_COUNTERS:
-            return False  # still running: its own event (or the job deadline sweep) ends it
+            self._start_if_never_started(item, job, cutoff, repairs)
+            return False  # running: its own event (or the job deadline sweep) ends it
         ended = parse_time(job.updated_at)
         if ended and ended > cutoff:
             return False  # terminal only recently: its event is probably on its way
@@ -170,6 +186,18 @@ class Reconciler:
             extra={"batch_id": batch_id, "line": number, "job_id": job.job_id, "status": job.status.value},
         )
         return True
+
+    def _start_if_never_started(self, item: dict, job, cutoff: datetime, repairs: Repairs) -> None:
+        """An accepted line's job still ``accepted`` since before the grace whose execution does not exist: started."""
+        created = parse_time(job.created_at)
+        if self.workflow is None or item.get("submitted") != "accepted" or created is None or created > cutoff:
+            return  # (within the grace its submitter may be starting it now)
+        if not start_never_started(self.workflow, job):
+            return  # started (its first step has not run yet), or no longer accepted
+        repairs.jobs_started += 1
+        repairs.details.append(f"{item['batch_id']} line {item['line']}: accepted job's execution started (never was)")
+        logger.warning("batch line's job was never started: started by the reconciler",
+                       extra={"batch_id": item["batch_id"], "line": item["line"], "job_id": job.job_id})  # fmt: skip
 
     # ------------------------------------------------------------ batch records
     def _batch(self, batch_id: str, cutoff: datetime, repairs: Repairs) -> None:

@@ -152,6 +152,9 @@ class BatchReconcileSettings(PublishSettings, frozen=True, kw_only=True):
     batch_reconcile_grace_seconds: Annotated[int, msgspec.Meta(ge=1, le=86400)] = 900
     # BatchDeadLetterQueue: dead-lettered work items fail their unrecorded lines (omnireel.batches.reconcile).
     batch_dead_letter_queue_url: str | None = None
+    # A line holding a slot whose job was written but whose execution never started (its submitter killed between
+    # the two, and its work item dead-lettered or lost): started here (omnireel.batches.reconcile).
+    state_machine_arn: str
 
 
 class DeadlineSettings(PublishSettings, frozen=True, kw_only=True):
