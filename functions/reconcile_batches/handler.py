@@ -43,14 +43,4 @@ def handler(event: dict, context: LambdaContext) -> dict:
         metrics.add_metric(name="batch_slots_freed", unit=MetricUnit.Count, value=repairs.slots_freed)
     if repairs.total:
         logger.warning("batch reconciler repaired", extra={"repairs": repairs.details[:50]})
-    return {
-        "lines_counted": repairs.lines_counted,
-        "events_sent": repairs.events_sent,
-        "slots_freed": repairs.slots_freed,
-        "jobs_failed": repairs.jobs_failed,
-        "jobs_started": repairs.jobs_started,
-        "intakes_ended": repairs.intakes_ended,
-        "batches_completed": repairs.batches_completed,
-        "lines_lost": repairs.lines_lost,
-        "dead_letters": repairs.dead_letters,
-    }
+    return repairs.counts()

@@ -81,6 +81,10 @@ class Repairs:
     dead_letters: int = 0  # dead-lettered work items handled (and deleted from the dead-letter queue)
     details: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict[str, int]:
+        """Every count above by name (the run's report: ReconcileBatchesFunction's result)."""
+        return {name: value for name, value in vars(self).items() if isinstance(value, int)}
+
     @property
     def total(self) -> int:
         return (
