@@ -23,6 +23,7 @@ import pytest
 
 from bench.localstack import consumer_paused
 from omnireel.aws.clients import _DEFAULT
+from tests.support.receivers import hanging_receiver
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client, platform_faults, wait_for
@@ -168,70 +169,6 @@ def _timed_out(stack: LocalStack) -> list[str]:
     """The local Lambda runner's lines for invocations of the delivery function killed at its Timeout."""
     text = (stack.home / "logs" / "stack.log").read_text(errors="replace")
     return [line for line in text.splitlines() if "WebhookDelivery" in line and "timed out after" in line]
-
-
-@contextlib.contextmanager
-def hanging_receiver() -> Iterator[dict[str, Any]]:
-    """Accepts connections and never answers. Counts this receiver's own attempts: ``max_open``, the most distinct
-    events (``webhook-id``) whose attempts were open at once, and ``closed``, the attempts the client closed.
-
-    An attempt is this receiver's once its request names ``seen["path"]`` (unique per receiver): the shared stack may
-    still retry an earlier test's delivery whose receiver had the same ephemeral port, and such a stranger is closed
-    at once, never counted. Events, not connections, are counted because an event may be delivered twice (SNS is
-    at-least-once, and two finishers racing, a DELETE and the execution's RecordFailure, may both publish the job's
-    one event, with one event id: docs/events.md): two CI runs counted 11 and 12 connections for 10 events."""
-    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-    listener.setblocking(False)
-    path = f"/slow-{uuid.uuid4().hex}"
-    seen: dict[str, Any] = {"port": listener.getsockname()[1], "path": path, "max_open": 0, "closed": 0}
-    seen |= {"strangers": 0, "ids": [], "max_connections": 0}  # ids: each attempt's webhook-id, in arrival order
-    stop = threading.Event()
-
-    def serve() -> None:
-        received: dict[socket.socket, bytes] = {}
-        ours: dict[socket.socket, str] = {}  # an open attempt of ours -> its event id
-        ends = time.monotonic() + BOUND_S
-        while not stop.is_set() and time.monotonic() < ends:
-            readable, _, _ = select.select([listener, *received], [], [], 0.05)
-            for ready in readable:
-                if ready is listener:
-                    conn, _ = listener.accept()
-                    received[conn] = b""
-                    continue
-                try:
-                    data = ready.recv(65536)
-                except OSError:
-                    data = b""
-                if data and ready not in ours:
-                    received[ready] += data
-                    if b"\r\n\r\n" not in received[ready]:
-                        continue  # the request's head is still arriving
-                    request, *headers = received[ready].split(b"\r\n\r\n", 1)[0].decode(errors="replace").split("\r\n")
-                    if request.split(" ")[1:2] == [path]:
-                        ids = [h.split(":", 1)[1].strip() for h in headers if h.lower().startswith("webhook-id:")]
-                        ours[ready] = ids[0] if ids else "?"
-                        seen["ids"].append(ours[ready])
-                        seen["max_open"] = max(seen["max_open"], len(set(ours.values())))
-                        seen["max_connections"] = max(seen["max_connections"], len(ours))
-                        continue
-                    data = b""  # a stranger's request: closed unanswered, not counted
-                    seen["strangers"] += 1
-                if not data:
-                    del received[ready]
-                    ready.close()
-                    if ours.pop(ready, None) is not None:
-                        seen["closed"] += 1
-        for conn in received:
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        thread.join(BOUND_S)
-        listener.close()
 
 
 def test_a_batch_of_receivers_that_all_hang_ends_inside_the_function_timeout(stack: LocalStack) -> None:

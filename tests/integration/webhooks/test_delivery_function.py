@@ -12,11 +12,8 @@ records are real receives (their receipt handles and receive counts), shaped as 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import select
-import socket
 import sys
 import threading
 import time
@@ -34,6 +31,7 @@ from omnireel.webhooks.secrets import MASTER_USE
 from omnireel_local.event_sources import lambda_record
 from omnireel_local.patches.sqs_sns import patch_sqs_visibility_limit
 from omnireel_template import ROOT, load_template, offline_lambda_environment
+from tests.support.receivers import hanging_receiver
 
 REGION = "us-east-1"
 BOUND_S = 30
@@ -255,56 +253,14 @@ def test_a_secrets_manager_error_fails_the_records_not_the_invocation(aws: dict,
     assert receivers.posts == {}
 
 
-@contextlib.contextmanager
-def hanging_receiver() -> Iterator[dict[str, Any]]:
-    """Accepts connections and never answers; counts how many are open at once and how many the client closed."""
-    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-    listener.setblocking(False)
-    seen: dict[str, Any] = {"port": listener.getsockname()[1], "open": 0, "max_open": 0, "closed": 0}
-    stop = threading.Event()
-
-    def serve() -> None:
-        conns: list[socket.socket] = []
-        ends = time.monotonic() + BOUND_S
-        while not stop.is_set() and time.monotonic() < ends:
-            readable, _, _ = select.select([listener, *conns], [], [], 0.05)
-            for ready in readable:
-                if ready is listener:
-                    conn, _ = listener.accept()
-                    conns.append(conn)
-                    seen["open"] += 1
-                    seen["max_open"] = max(seen["max_open"], seen["open"])
-                    continue
-                try:
-                    data = ready.recv(65536)
-                except OSError:
-                    data = b""
-                if not data:  # the client ended the attempt
-                    conns.remove(ready)
-                    ready.close()
-                    seen["open"] -= 1
-                    seen["closed"] += 1
-        for conn in conns:
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        thread.join(BOUND_S)
-        listener.close()
-
-
 def test_ten_hanging_receivers_in_one_batch_end_at_the_deadline_inside_the_timeout(aws: dict) -> None:
     sqs, url = aws["sqs"], aws["url"]
     template = load_template()["Resources"]
     timeout = template["WebhookDeliveryFunction"]["Properties"]["Timeout"]
     batch = template["WebhookDeliveryEventSource"]["Properties"]["BatchSize"]
-    with hanging_receiver() as seen:
-        for n in range(batch):
-            _send(sqs, url, f"http://127.0.0.1:{seen['port']}/slow/{n}")
+    with hanging_receiver(BOUND_S) as seen:
+        for _ in range(batch):
+            _send(sqs, url, f"http://127.0.0.1:{seen['port']}{seen['path']}")  # each its own event (webhook-id)
         messages = _receive(sqs, url, batch)
         handler = _handler(WEBHOOK_ATTEMPT_DEADLINE_SECONDS="2")  # the template's 10 s, shortened for the test
         context = Context(timeout)
