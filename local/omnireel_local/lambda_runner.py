@@ -38,6 +38,7 @@ from typing import Any
 
 from . import fault_injection, local_dns
 from .iam.identities import Credentials
+from .runtime_python import STACK_SYS_PATH, coverage_environment, runtime_python
 
 log = logging.getLogger("omnireel_local.lambda")
 
@@ -47,6 +48,10 @@ _START_TIMEOUT_S = 60.0
 _CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 # A worker is reused only if its role session outlives the invocation's timeout by this much.
 CREDENTIAL_MARGIN_S = 60.0
+# A worker told to exit (end of its input) that is still running after its grace is killed. While coverage measures
+# the workers (tests, local/omnireel_local/runtime_python.py) each writes its data file as it exits and a killed one
+# writes nothing: a stack's few dozen warm workers exiting at once took 2-5 s on 2 busy cores, so they get this long.
+MEASURED_EXIT_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,10 @@ class LambdaRunner:
         self.region = region
         self.log_dir = log_dir
         self.max_workers = max_workers_per_function
+        self.python = runtime_python()  # the stack's own, or OMNIREEL_RUNTIME_PYTHON (tests measuring coverage)
+        # Another interpreter's workers import only from this one's path (runtime_python.STACK_SYS_PATH).
+        self._stack_path = {STACK_SYS_PATH: json.dumps(sys.path)} if self.python != sys.executable else {}
+        self.measured = bool(coverage_environment())
         self._code: dict[str, FunctionCode] = {}
         self._pools: dict[str, _Pool] = {}
         self._lock = threading.Condition()
@@ -252,7 +261,7 @@ class LambdaRunner:
             return self._failure(
                 "AccessDeniedException", f"The role defined for the function cannot be assumed by Lambda: {exc}"
             )
-        argv = [sys.executable, "-m", "omnireel_local.lambda_worker", "--handler", inv.handler]
+        argv = [self.python, "-m", "omnireel_local.lambda_worker", "--handler", inv.handler]
         for path in (code.code_dir, *code.layer_dirs):
             argv += ["--path", str(path)]
         # The session is not part of the configuration: a refreshed session does not retire healthy workers.
@@ -354,6 +363,9 @@ class LambdaRunner:
         finally:
             self._release(inv.function_name, worker, keep)
 
+    def _exit_grace(self, seconds: float) -> float:
+        return max(seconds, MEASURED_EXIT_GRACE_S) if self.measured else seconds
+
     @staticmethod
     def _failure(error_type: str, message: str) -> InvokeResult:
         return InvokeResult(json.dumps({"errorMessage": message, "errorType": error_type}), True)
@@ -365,6 +377,7 @@ class LambdaRunner:
 
     def _environment(self, inv: Invocation, code: FunctionCode) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _PASSTHROUGH}
+        env.update({**coverage_environment(), **self._stack_path})  # both empty unless the tests measure coverage
         env.update({k: str(v) for k, v in inv.environment.items()})
         env.update(
             {
@@ -453,7 +466,7 @@ class LambdaRunner:
                     return None, False
                 self._lock.wait(timeout=remaining)
         for old in retired:
-            old.stop()
+            old.stop(grace=self._exit_grace(2.0))
         return worker, cold
 
     def _release(self, name: str, worker: _Worker, keep: bool) -> None:
@@ -472,7 +485,7 @@ class LambdaRunner:
                 pool.idle.append(worker)
             self._lock.notify_all()
         if not reusable:
-            threading.Thread(target=worker.stop, kwargs={"grace": 0.5}, daemon=True).start()
+            threading.Thread(target=worker.stop, kwargs={"grace": self._exit_grace(0.5)}, daemon=True).start()
 
     def shutdown(self) -> None:
         with self._lock:
@@ -484,6 +497,6 @@ class LambdaRunner:
         # seconds for a stack with a few dozen warm workers); then each is waited for within a shared grace.
         for worker in workers:
             worker.close_input()
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + self._exit_grace(1.0)
         for worker in workers:
             worker.stop(grace=max(0.1, deadline - time.monotonic()))

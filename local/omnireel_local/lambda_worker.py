@@ -29,6 +29,8 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
+from .runtime_python import STACK_SYS_PATH, restrict_path
+
 _JOB_ID = re.compile(
     r'\\?"(?:job_id|inferenceId)\\?"\s*:\s*\\?"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'
 )
@@ -147,6 +149,9 @@ def main() -> int:
     tap = LogTap(os.dup(2))
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
+    stack_path = os.environ.pop(STACK_SYS_PATH, None)  # set when another interpreter than the stack's runs this one
+    if stack_path is not None:
+        sys.path[:] = restrict_path(sys.path, json.loads(stack_path))
     for path in reversed(args.path):
         sys.path.insert(0, path)
     for name in NOT_ON_LAMBDA:

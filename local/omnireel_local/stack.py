@@ -41,6 +41,7 @@ from omnireel_template import ROOT
 
 from . import home as homedir
 from .emulator_python import emulator_python
+from .runtime_python import runtime_python
 
 log = logging.getLogger("omnireel_local.stack")
 EMULATOR_START_TIMEOUT_S = 60.0
@@ -444,7 +445,7 @@ class Stack:
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        self._spawn("relay", [sys.executable, "-m", "omnireel_relay"], env)
+        self._spawn("relay", [runtime_python(), "-m", "omnireel_relay"], env)
         return {
             "url": f"ws://127.0.0.1:{port}{RELAY_PATH}",
             "token": token,

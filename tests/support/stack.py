@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import pytest
 
 from omnireel_cli.local_stack import parse_env_lines
 from omnireel_local import home as homedir
+from omnireel_local.runtime_python import COVERAGE_VARS
+from omnireel_local.runtime_python import ENV_VAR as RUNTIME_PYTHON
 from tests.support.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +63,10 @@ def cli_env(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, **(env or {}), "OMNIREEL_HOME": str(home)}
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         env.pop(name, None)
+    if any(name in env for name in COVERAGE_VARS):
+        # Coverage measures this test process (`make test`): the stack's Lambda workers and relay run with this
+        # interpreter (.venv-dev's, which has coverage.py; .venv has not) and so measure themselves too.
+        env.setdefault(RUNTIME_PYTHON, sys.executable)
     return env
 
 
