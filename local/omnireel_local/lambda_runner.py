@@ -485,7 +485,10 @@ class LambdaRunner:
                 pool.idle.append(worker)
             self._lock.notify_all()
         if not reusable:
-            threading.Thread(target=worker.stop, kwargs={"grace": self._exit_grace(0.5)}, daemon=True).start()
+            # One that answered exits at the end of its input (measured, after writing its data); one that did not
+            # (timed out, crashed) is killed as promptly as Lambda ends its sandbox, measured or not.
+            grace = self._exit_grace(0.5) if keep else 0.5
+            threading.Thread(target=worker.stop, kwargs={"grace": grace}, daemon=True).start()
 
     def shutdown(self) -> None:
         with self._lock:
