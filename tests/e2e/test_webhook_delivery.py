@@ -23,7 +23,7 @@ import pytest
 
 from bench.localstack import consumer_paused
 from omnireel.aws.clients import _DEFAULT
-from tests.support.receivers import hanging_receiver
+from tests.support.receivers import hanging_receiver, recording_receiver
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client, platform_faults, wait_for
@@ -241,44 +241,45 @@ def deliveries_held(stack: LocalStack) -> Iterator[Any]:
 def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: LocalStack) -> None:
     """Two events in one batch: recording job B's attempt is throttled past botocore's retries (the local stack's
     DynamoDB fault hook), so B's record fails; A's was delivered and is not POSTed again; B's is retried after its own
-    backoff and then recorded."""
-    from omnireel_local.home import free_port
+    backoff and then recorded.
 
-    port = free_port()
-    process, reader = _listener(stack, port)
+    The POSTs are counted by an in-process receiver as they reach its socket (``recording_receiver``). The CLI's
+    `webhooks listen` counted them before, through its printed lines: twice a run saw only the last of three POSTs
+    that the delivery function's log shows answered 204 ("A was POSTed None times"), so the count, not the delivery,
+    was what failed. The listener's own tests are in test_consumers.py."""
     try:
-        for _ in range(3):  # both records must be in one batch: held in the queue, released together
-            hook = f"http://127.0.0.1:{port}/isolation"
-            with deliveries_held(stack) as queued:
-                # two real jobs with a webhook, ended at once: their terminal events are published and recorded
-                a, b = (_submit_and_end(stack, f"isolation {n}", hook) for n in ("A", "B"))
-                # only the delivery function's write of B's attempt (its UpdateExpression), as many times as botocore
-                # tries one call (the first attempt and its retries): the first recording fails, the next succeeds
-                throttle = {"match": [b, "SET webhook_deliveries"], "count": ATTEMPTS_PER_CALL}
-                platform_faults(stack, {"dynamodb_throttle": throttle})
-                together_in_queue = queued(2)
-            # B's second attempt is recorded after its own backoff (1 s locally); were the batch failed as a whole,
-            # both records would come back after the queue's visibility timeout instead (60 s before issue 25)
-            wait_for(lambda job=b: _terminal_delivery(stack, job).get("delivered_at"), 90, "B's retried attempt")
-            together = [
-                jobs
-                for _, jobs, line in _function_log(stack, "WebhookDelivery")
-                if line.get("job_id") == a and line.get("message") == "webhook delivered"
-            ]
-            if together_in_queue and together and b in together[0]:
-                break  # A's first delivery was in an invocation whose event also held B
-            platform_faults(stack, {})
-        else:
-            pytest.fail(f"the poller never put the two records in one batch (held together: {together_in_queue})")
-        deliveries: dict[str, int] = {}
-        while (line := reader.wait_for_json(lambda d: True, timeout=3)) is not None:
-            job = line["event"].get("job_id")
-            deliveries[job] = deliveries.get(job, 0) + 1
+        with recording_receiver() as seen:
+            hook = f"http://127.0.0.1:{seen['port']}{seen['path']}"
+            for _ in range(3):  # both records must be in one batch: held in the queue, released together
+                with deliveries_held(stack) as queued:
+                    # two real jobs with a webhook, ended at once: their terminal events are published and recorded
+                    a, b = (_submit_and_end(stack, f"isolation {n}", hook) for n in ("A", "B"))
+                    # only the delivery function's write of B's attempt (its UpdateExpression), as many times as
+                    # botocore tries one call (the first attempt and its retries): the first recording fails, the next
+                    # succeeds
+                    throttle = {"match": [b, "SET webhook_deliveries"], "count": ATTEMPTS_PER_CALL}
+                    platform_faults(stack, {"dynamodb_throttle": throttle})
+                    together_in_queue = queued(2)
+                # B's second attempt is recorded after its own backoff (1 s locally); were the batch failed as a whole,
+                # both records would come back after the queue's visibility timeout instead (60 s before issue 25)
+                wait_for(lambda job=b: _terminal_delivery(stack, job).get("delivered_at"), 90, "B's retried attempt")
+                together = [
+                    jobs
+                    for _, jobs, line in _function_log(stack, "WebhookDelivery")
+                    if line.get("job_id") == a and line.get("message") == "webhook delivered"
+                ]
+                if together_in_queue and together and b in together[0]:
+                    break  # A's first delivery was in an invocation whose event also held B
+                platform_faults(stack, {})
+            else:
+                pytest.fail(f"the poller never put the two records in one batch (held together: {together_in_queue})")
+            posts = list(seen["posts"])
     finally:
-        _stop(process)
         platform_faults(stack, {})
-    assert deliveries.get(a) == 1, f"A was POSTed {deliveries.get(a)} times"
-    assert deliveries.get(b) == 2  # attempt 1 reached the receiver but could not be recorded; attempt 2 did both
+    deliveries = {job: sum(1 for post in posts if post["job_id"] == job) for job in (a, b)}
+    assert deliveries[a] == 1, f"A was POSTed {deliveries[a]} times: {seen}"
+    # attempt 1 reached the receiver but could not be recorded; attempt 2 did both
+    assert deliveries[b] == 2, f"B was POSTed {deliveries[b]} times: {seen}"
     state_a, state_b = _terminal_delivery(stack, a), _terminal_delivery(stack, b)
     assert state_a["attempts"] == 1 and state_a["delivered_at"]
     assert state_b["attempts"] == 2 and state_b["delivered_at"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import select
 import socket
 import threading
@@ -75,3 +76,53 @@ def hanging_receiver(bound_s: float = 120) -> Iterator[dict[str, Any]]:
         stop.set()
         thread.join(bound_s)
         listener.close()
+
+
+@contextlib.contextmanager
+def recording_receiver() -> Iterator[dict[str, Any]]:
+    """Answers 204 to every POST to its own unique path (``seen["path"]``) and records each one: ``seen["posts"]``, a
+    list of ``{"webhook_id", "job_id", "event_type"}`` in arrival order, recorded before the answer is sent. A request
+    to another path (the shared stack still retrying an earlier test's delivery to a receiver that had the same
+    ephemeral port) is answered 404 and only counted (``seen["strangers"]``). In-process: what it counts is what
+    reached the socket, with no subprocess output in between."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    path = f"/recorded-{uuid.uuid4().hex}"
+    seen: dict[str, Any] = {"path": path, "posts": [], "strangers": 0}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path != path:
+                with lock:
+                    seen["strangers"] += 1
+                self._answer(404)
+                return
+            try:
+                event = json.loads(body)
+            except ValueError:
+                event = {}
+            with lock:
+                seen["posts"].append({"webhook_id": self.headers.get("webhook-id"), "job_id": event.get("job_id"),
+                                      "event_type": event.get("event_type")})  # fmt: skip
+            self._answer(204)
+
+        def _answer(self, status: int) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    seen["port"] = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
