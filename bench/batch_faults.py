@@ -67,7 +67,7 @@ class BatchFaultsResult:
     events_per_batch: dict[str, int]  # distinct line jobs with a terminal event, per batch
     crashes: int  # BatchSubmit invocations killed by the fault hook
     timeouts: int  # BatchSubmit invocations cut by their Timeout (must be 0)
-    dead_lettered_lines: int  # lines failed because their work item was dead-lettered
+    dead_lettered_lines: int  # lines failed because their work item was lost (dead-lettered, or their job never made)
     seconds: float
     lines: int = 0
 
@@ -240,13 +240,11 @@ def run_batch_faults(
         x.manifest = _manifest(stack, callers.get(x.caller, a), x)
         for n in x.slow_lines:
             error = (x.manifest.get(n) or {}).get("error") or ""
-            if "did not resolve within" not in error and "dead-lettered" not in error:
+            if "did not resolve within" not in error and not _lost(error):
                 bad_reasons.append(f"{x.name} line {n}: {error or x.manifest.get(n)}")
-        dead_lettered += sum(1 for row in x.manifest.values() if "dead-lettered" in (row.get("error") or ""))
-    if dead.status == "completed" and not any(
-        "dead-lettered" in (r.get("error") or "") for r in dead.manifest.values()
-    ):
-        bad_reasons.append(f"dead-lettered batch: no line failed with the dead-letter reason: {dead.manifest}")
+        dead_lettered += sum(1 for row in x.manifest.values() if _lost(row.get("error") or ""))
+    if dead.status == "completed" and not any(_lost(r.get("error") or "") for r in dead.manifest.values()):
+        bad_reasons.append(f"dead-lettered batch: no line failed with a lost work item's reason: {dead.manifest}")
     # The counts above come from the batch records; the events are the subscriber's, which may lag behind them.
     drained = time.monotonic() + max(30.0, sum(x.total for x in batches) / DRAIN_EVENTS_PER_S)
     _wait(lambda: all(len(jobs) >= x.total for x, jobs in _terminal_per_batch(collector, batches)), drained, every=2)
@@ -264,6 +262,13 @@ def run_batch_faults(
         seconds=time.monotonic() - started,
         lines=sum(x.total for x in batches),
     )
+
+
+def _lost(error: str) -> bool:
+    """A line failed because its work item was lost: dead-lettered while the line had no record (the dead-letter
+    path's reason), or recorded with a slot but without a job (the reconciler's "could not be started"). Which of the
+    two a killed chunk's line gets depends on where each kill landed: both name the loss."""
+    return "dead-lettered" in error or "could not be started" in error
 
 
 def _terminal_per_batch(collector: EventCollector, batches: list[FaultBatch]) -> list[tuple[FaultBatch, set[str]]]:
@@ -315,7 +320,8 @@ def report_section(result: BatchFaultsResult, table: Callable[[list[str], list[l
             f"- batches: **{len(result.batches)}** ({result.lines} lines) in {result.seconds:.0f} s; unfinished: "
             f"**{len(result.unfinished)}**; counts not adding up: **{len(result.bad_counts)}**",
             f"- BatchSubmit invocations killed: **{result.crashes}**; cut by their Timeout: **{result.timeouts}**",
-            f"- lines failed because their work item was dead-lettered: **{result.dead_lettered_lines}**",
+            f"- lines failed because their work item was lost (dead-lettered, or recorded without a job): "
+            f"**{result.dead_lettered_lines}**",
             f"- verdict: **{'ok' if result.ok else 'failed'}**; slow lines with another reason: "
             f"**{len(result.bad_reasons)}**; batches whose terminal events (counted by the subscriber) differ from "
             f"their lines: **{off}**",
