@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.run_order import longest_first
+from tests.support.run_order import file_of, longest_first
+from tests.support.shared_stack import SharedStack, stop_after
 
 if TYPE_CHECKING:
     from tests.support.stack import LocalStack
@@ -55,23 +56,45 @@ def _share_botocore_data_loader() -> None:
 _share_botocore_data_loader()
 
 
+SHARED_STACK = pytest.StashKey[SharedStack]()
+FILES_WITH_STACK = pytest.StashKey[set[str]]()
+
+
 # The order of the files (longest first, from the measured seconds in tests/durations.json): tests/support/run_order.py.
-def pytest_collection_modifyitems(items) -> None:
-    longest_first(items)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[FILES_WITH_STACK] = longest_first(items)
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """One local stack per test process (each xdist worker), started through the CLI as a user starts it, shared by
-    the e2e and the integration tests (the front-door tests' ``door`` and ``door_state`` are views of it), stopped at
-    the end of the process; no process it started may be left. Session scope: package or module scope started it again
-    every time a worker came back to a folder after a file of another one. Tests that need a variant start their own
-    (tests/support/stack.py)."""
-    from tests.support.stack import start_stack, stop_stack
-
-    local = start_stack(tmp_path_factory.mktemp("omnireel-home"))
+def shared_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStack]:
+    """This test process's shared local stack (tests/support/shared_stack.py): started by the first test that uses
+    ``stack``, stopped after the last file that uses it (``pytest_runtest_teardown`` below) or at the end of the
+    process; no process it started may be left."""
+    shared = SharedStack(lambda: tmp_path_factory.mktemp("omnireel-home"))
+    request.config.stash[SHARED_STACK] = shared
     try:
-        yield local
+        yield shared
     finally:
-        left = stop_stack(local)
+        left = shared.stop()
         assert not left, f"processes left after `omnireel local down`: {left}"
+
+
+@pytest.fixture(scope="module")
+def stack(shared_stack: SharedStack) -> LocalStack:
+    """One local stack per test process (each xdist worker), started through the CLI as a user starts it, shared by
+    the e2e and the integration tests (the front-door tests' ``door`` and ``door_state`` are views of it). Tests that
+    need a variant start their own (tests/support/stack.py)."""
+    return shared_stack.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop the shared stack after the last test of a file when the next file does not use it (within a file, the
+    module-scoped fixtures built on ``stack`` keep it): see tests/support/shared_stack.py."""
+    result = yield
+    shared = item.config.stash.get(SHARED_STACK, None)
+    after = file_of(nextitem) if nextitem is not None else None
+    if shared is not None and shared.running and stop_after(file_of(item), after, item.config.stash[FILES_WITH_STACK]):
+        left = shared.stop()
+        assert not left, f"processes left after `omnireel local down`: {left}"
+    return result

@@ -5,12 +5,18 @@ file when it is done with one. The longest files go first, so the run does not e
 long file while the others are idle (longest-processing-time-first). The seconds are measured: tests/durations.json,
 written from a real run's JUnit reports by `make test-durations`. Only the order depends on them, never what runs;
 tests/unit/test_test_order.py checks that the file names every test file on disk and nothing else.
+
+The files that use the shared local stack go before the others (each group longest first), so that a process's stack
+is stopped once, when its last file that uses it ends (tests/support/shared_stack.py), instead of idling beside the
+unit tests until the end of the run.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from tests.support.shared_stack import uses_shared_stack
 
 DURATIONS = Path(__file__).resolve().parents[1] / "durations.json"
 
@@ -20,7 +26,15 @@ def file_seconds() -> dict[str, float]:
     return {path: float(s) for path, s in json.loads(DURATIONS.read_text())["seconds"].items()}
 
 
-def longest_first(items) -> None:
+def file_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def longest_first(items) -> set[str]:
+    """The shared stack's files first, then the others; in each group the longest file first. Stable: a file stays
+    together; a file not in the list (the order test fails for it) runs last in its group. Returns the files that use
+    the shared stack."""
     seconds = file_seconds()
-    # stable: a file stays together; a file not in the list (the order test fails for it) runs last
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
+    with_stack = {file_of(item) for item in items if uses_shared_stack(item)}
+    items.sort(key=lambda item: (file_of(item) not in with_stack, -seconds.get(file_of(item), 0.0)))
+    return with_stack

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scripts.test_durations import test_files as files_on_disk
 from tests.support import run_order
+from tests.support.shared_stack import stop_after
 
 ROOT = Path(__file__).resolve().parents[2]
 REFRESH = (
@@ -72,10 +73,54 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
         "tests/new.py::n",
     ]
     # the collection hook of tests/conftest.py is this order
-    assert (
-        "def pytest_collection_modifyitems(items) -> None:\n    longest_first(items)\n"
-        in (ROOT / "tests" / "conftest.py").read_text()
-    )
+    assert "    config.stash[FILES_WITH_STACK] = longest_first(items)\n" in (ROOT / "tests" / "conftest.py").read_text()
+
+
+class _Definition:
+    def __init__(self, baseid: str) -> None:
+        self.baseid = baseid
+
+
+class _Info:
+    def __init__(self, stack_baseid: str | None) -> None:
+        self.name2fixturedefs = {"stack": (_Definition(stack_baseid),)} if stack_baseid is not None else {}
+
+
+class _Item:
+    def __init__(self, nodeid: str, stack_baseid: str | None = None) -> None:
+        self.nodeid = nodeid
+        self._fixtureinfo = _Info(stack_baseid)
+
+
+def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(monkeypatch) -> None:
+    seconds = {"tests/unit/long.py": 300.0, "tests/e2e/own.py": 200.0, "tests/e2e/short.py": 5, "tests/e2e/b.py": 90}
+    monkeypatch.setattr(run_order, "file_seconds", lambda: seconds)
+    items = [
+        _Item("tests/unit/long.py::a"),
+        _Item("tests/e2e/own.py::b", stack_baseid="tests/e2e/own.py"),  # a module's own `stack`: a variant stack
+        _Item("tests/e2e/short.py::c"),  # the file uses the shared stack through one test only
+        _Item("tests/e2e/short.py::d", stack_baseid="tests"),
+        _Item("tests/e2e/b.py::e", stack_baseid="tests"),
+    ]
+    with_stack = run_order.longest_first(items)
+    assert with_stack == {"tests/e2e/short.py", "tests/e2e/b.py"}
+    assert [i.nodeid for i in items] == [
+        "tests/e2e/b.py::e",
+        "tests/e2e/short.py::c",
+        "tests/e2e/short.py::d",
+        "tests/unit/long.py::a",
+        "tests/e2e/own.py::b",
+    ]
+
+
+def test_the_shared_stack_stops_between_files_when_the_next_one_does_not_use_it() -> None:
+    with_stack = {"tests/e2e/a.py", "tests/e2e/b.py"}
+    assert not stop_after("tests/e2e/a.py", "tests/e2e/a.py", with_stack)  # within a file: never
+    assert not stop_after("tests/e2e/a.py", "tests/e2e/b.py", with_stack)  # the next file uses it
+    assert stop_after("tests/e2e/b.py", "tests/unit/c.py", with_stack)
+    assert stop_after("tests/e2e/b.py", None, with_stack)  # the last test of the process
+    # a file that does not use it, followed by another such: stops (nothing runs; the stack is started on demand)
+    assert stop_after("tests/unit/c.py", "tests/unit/d.py", with_stack)
 
 
 def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> None:
