@@ -23,12 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from botocore.credentials import Credentials
 
 from omnireel.batches.batch import MAX_FILE_BYTES
 from omnireel.jobs.request import MAX_PROMPT_CHARS
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.frontdoor import developer_door, new_user
 from tests.support.stack import LocalStack, start_stack, stop_stack
 
 from .helpers import JobEvents, platform_faults, wait_for
@@ -58,14 +56,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         platform_faults(local, {})
         left = stop_stack(local)
         assert not left, f"processes left after `omnireel local down`: {left}"
-
-
-def _door(stack: LocalStack) -> FrontDoorClient:
-    state = stack.state()
-    keys = homedir.developer_credentials(state)
-    return FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
 
 
 def _queue_name(stack: LocalStack, logical: str) -> str:
@@ -130,7 +120,7 @@ def check_batch(batch: dict, events: list[dict], *, total: int, valid_lines: set
 
 
 def _batch_view(stack: LocalStack, batch_id: str) -> dict:
-    door = _door(stack)
+    door = developer_door(stack.state())
     return wait_for(
         lambda: (
             (r := door.request("GET", f"/batches/{batch_id}", b"", [])).status == 200
@@ -149,7 +139,7 @@ def test_a_lost_terminal_event_does_not_stall_the_batch(stack: LocalStack) -> No
     platform_faults(stack, {"sqs_delivery_drop": {_queue_name(stack, "BatchEventsQueue"): 1}})
     events = JobEvents(stack)
     try:
-        door = _door(stack)
+        door = developer_door(stack.state())
         jobs = [{"prompt": f"a lantern {i} over still water", "seed": i, "video": SMALL_VIDEO} for i in range(3)]
         reply = door.request("POST", "/batches", json.dumps({"jobs": jobs}).encode(), [])
         assert reply.status == 202, reply.body
@@ -180,7 +170,7 @@ def test_post_batches_that_cannot_queue_its_lines_still_completes(stack: LocalSt
     platform_faults(stack, {"sqs_send_failure": {_queue_name(stack, "BatchQueue"): 1.0}})
     events = JobEvents(stack)
     try:
-        door = _door(stack)
+        door = developer_door(stack.state())
         jobs = [{"prompt": f"a kite {i}", "seed": i, "video": SMALL_VIDEO} for i in range(3)]
         body = json.dumps({"jobs": jobs}).encode()
         reply = door.request("POST", "/batches", body, [("Idempotency-Key", "limits-queue-down")])

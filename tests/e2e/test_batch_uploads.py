@@ -16,10 +16,8 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
-from botocore.credentials import Credentials
 
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, Reply, aws, new_user
+from tests.support.frontdoor import FrontDoorClient, Reply, aws, developer_door, new_user
 from tests.support.stack import LocalStack
 
 pytestmark = pytest.mark.e2e
@@ -28,13 +26,6 @@ SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_step
 BATCH_TIMEOUT_S = 240  # bounded (below pytest-timeout's 300 s); generous: the machine is shared (2 cores)
 POLL_S = 2.0
 LAMBDA_MAX_REQUEST_BYTES = 6 * 1024 * 1024  # Lambda's synchronous Invoke request (6,291,456 bytes)
-
-
-def _door(stack: LocalStack) -> FrontDoorClient:
-    state = stack.state()
-    keys = homedir.developer_credentials(state)
-    credentials = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    return FrontDoorClient(state["api_url"], state["region"], credentials)
 
 
 def _put(url: str, data: bytes, headers: dict[str, str] | None = None) -> int:
@@ -58,7 +49,7 @@ def _poll(door: FrontDoorClient, batch_id: str, done, what: str) -> Reply:  # ty
 
 
 def test_an_uploaded_jsonl_runs_as_a_batch_owned_by_its_caller(stack: LocalStack) -> None:
-    door = _door(stack)
+    door = developer_door(stack.state())
     _, alice_keys = new_user(stack.state())
     alice = door.as_(alice_keys)
     lines = [json.dumps({"prompt": f"an uploaded lantern {i}", "seed": i, "video": SMALL_VIDEO}) for i in range(2)]
@@ -110,7 +101,7 @@ def test_an_uploaded_jsonl_runs_as_a_batch_owned_by_its_caller(stack: LocalStack
     ],
 )
 def test_post_batches_uploads_refuses_a_bad_request(stack: LocalStack, body: bytes, fragment: str) -> None:
-    reply = _door(stack).request("POST", "/batches/uploads", body)
+    reply = developer_door(stack.state()).request("POST", "/batches/uploads", body)
     assert reply.status == 400, reply.body
     assert fragment in reply.json["error"]["message"]
 
@@ -136,7 +127,7 @@ def test_a_file_put_under_prompts_uploads_without_a_reservation_is_refused(stack
 def test_a_post_batches_over_lambda_s_6_mb_is_refused_at_the_door(stack: LocalStack) -> None:
     """6 MB + 1 byte of body (within API Gateway's 10 MB): the Lambda event cannot be under 6 MB, so the door answers
     413 as API Gateway does, and the function never runs (no batch)."""
-    door = _door(stack)
+    door = developer_door(stack.state())
     filler = "x" * (LAMBDA_MAX_REQUEST_BYTES + 1 - len('{"jobs": [{"prompt": ""}]}'))
     body = json.dumps({"jobs": [{"prompt": filler}]}).encode()
     assert len(body) == LAMBDA_MAX_REQUEST_BYTES + 1

@@ -17,11 +17,9 @@ import urllib.request
 import uuid
 
 import pytest
-from botocore.credentials import Credentials
 
 from omnireel.webhooks.submit_check import SUBMIT_RESOLVE_TIMEOUT_S
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.frontdoor import developer_door, new_user
 from tests.support.stack import LocalStack
 
 from .helpers import platform_faults, wait_for
@@ -33,14 +31,6 @@ BATCH_BOUND_S = 240  # generous: a shared 2-core machine; the batch takes well u
 SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
 
 
-def _door(stack: LocalStack) -> FrontDoorClient:
-    state = stack.state()
-    keys = homedir.developer_credentials(state)
-    return FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
-
-
 def _slow_host(stack: LocalStack) -> str:
     host = f"slow-{uuid.uuid4().hex[:8]}.hooks.test"
     platform_faults(stack, {"dns": {host: {"delay_s": DELAY_S}}})
@@ -50,7 +40,7 @@ def _slow_host(stack: LocalStack) -> str:
 def test_post_jobs_with_a_slow_webhook_host_answers_a_clear_400_at_once(stack: LocalStack) -> None:
     host = _slow_host(stack)
     try:
-        door = _door(stack)
+        door = developer_door(stack.state())
         body = json.dumps({"prompt": "a kite over a slow resolver", "webhook": f"http://{host}:9/hooks"}).encode()
         started = time.monotonic()
         reply = door.request("POST", "/jobs", body, [("Idempotency-Key", f"slow-dns-{host}")])
@@ -70,7 +60,7 @@ def test_post_jobs_with_a_slow_webhook_host_answers_a_clear_400_at_once(stack: L
 
 def test_a_batch_with_a_slow_webhook_host_completes_with_its_lines_failed_with_the_reason(stack: LocalStack) -> None:
     host = _slow_host(stack)
-    door = _door(stack)
+    door = developer_door(stack.state())
     jobs: list[dict] = []
     for n in range(1, 5):
         job: dict = {"prompt": f"a heron {n} at dusk", "seed": n, "video": SMALL_VIDEO}

@@ -118,6 +118,14 @@ def aws(state: dict[str, Any], service: str) -> Any:
     )
 
 
+def developer_door(state: dict[str, Any]) -> FrontDoorClient:
+    """The front door signing as the local developer (the CLI's identity): what the CLI asks, asked in-process (no
+    process to start per request, e.g. in a wait loop)."""
+    keys = homedir.developer_credentials(state)
+    credentials = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+    return FrontDoorClient(state["api_url"], state["region"], credentials)
+
+
 def invoke_policy(state: dict[str, Any]) -> str:
     return json.dumps(
         {
