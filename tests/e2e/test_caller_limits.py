@@ -1,4 +1,4 @@
-"""Issue 34 items 5 and 8 through the front door, on a stack of its own with ``CallerMaxPendingJobs=2``: two callers.
+"""Issue 34 items 5 and 8 through the front door, on the shared stack set to ``CallerMaxPendingJobs=2``: two callers.
 
 - A at its limit: POST /jobs answers 429 TooManyPendingJobs with Retry-After and the IETF RateLimit fields (r=0);
   B, submitting at the same time, is unaffected (202, its own r). When one of A's jobs ends (cancelled), A may submit
@@ -25,8 +25,10 @@ import httpx
 import pytest
 from botocore.credentials import Credentials
 
+from omnireel.aws.usage_store import PENDING_ITEM
+from omnireel.usage.limits import INBOX_CALLER
 from tests.support.frontdoor import FrontDoorClient, aws, new_user
-from tests.support.stack import LocalStack, start_stack, stop_stack
+from tests.support.stack import LocalStack, reconfigured
 
 from .helpers import wait_for
 
@@ -39,15 +41,12 @@ POLICY = re.compile(r'^"pending";q=2;qu="concurrent-requests"$')
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    local = start_stack(
-        tmp_path_factory.mktemp("omnireel-caller-limits"), "--no-relay", "--parameter", f"CallerMaxPendingJobs={LIMIT}"
-    )
-    try:
-        yield local
-    finally:
-        left = stop_stack(local)
-        assert not left, f"processes left after `omnireel local down`: {left}"
+def stack(stack: LocalStack) -> Iterator[LocalStack]:
+    """The shared stack (tests/conftest.py) with CallerMaxPendingJobs=LIMIT: the parameter only reaches functions'
+    environments (CALLER_MAX_PENDING_JOBS), so it is set at run time in every function that reads it, as an
+    operator's redeploy would, and put back after this file."""
+    with reconfigured(stack, {"CALLER_MAX_PENDING_JOBS": str(LIMIT)}):
+        yield stack
 
 
 def _door(stack: LocalStack, credentials: Credentials) -> FrontDoorClient:
@@ -161,10 +160,20 @@ def _tags(s3: Any, bucket: str, key: str, version: str) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in found}
 
 
+def _inbox_pending(state: dict[str, Any]) -> int:
+    """The dropped files' jobs not yet terminal, as the limit counts them (the usage table's counter)."""
+    table = state["provisioned"]["resources"]["UsageTable"]["id"]
+    key = {"caller": {"S": INBOX_CALLER}, "item": {"S": PENDING_ITEM}}
+    item = aws(state, "dynamodb").get_item(TableName=table, Key=key, ConsistentRead=True).get("Item") or {}
+    return int(item.get("pending", {}).get("N", "0"))
+
+
 def test_a_drop_over_the_limit_waits_and_then_runs(stack: LocalStack) -> None:
     state = stack.state()
     s3 = aws(state, "s3")
     bucket = state["outputs"]["InboxBucketName"]
+    # The stack is shared: drops of files before this one count against the inbox too until their jobs end.
+    wait_for(lambda: _inbox_pending(state) == 0, TIMEOUT_S, "the inbox's earlier drops to end")
     _video_latency(stack, 15)
     versions: list[tuple[str, str]] = []
     try:

@@ -22,7 +22,7 @@ from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
 from tests.support.frontdoor import FrontDoorClient, aws, invoke_policy, new_role, session_of
-from tests.support.stack import LocalStack, start_stack, stop_stack
+from tests.support.stack import LocalStack, reconfigured
 
 pytestmark = pytest.mark.e2e
 
@@ -150,16 +150,12 @@ def test_by_default_two_sessions_of_one_role_share_jobs_and_the_webhook_secret(s
 
 
 # ---------------------------------------------------------------- CallerScope=session
-@pytest.fixture(scope="module")
-def per_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    local = start_stack(
-        tmp_path_factory.mktemp("omnireel-per-session"), "--no-relay", "--parameter", "CallerScope=session"
-    )
-    try:
-        yield local
-    finally:
-        left = stop_stack(local)
-        assert not left, f"processes left after `omnireel local down`: {left}"
+@pytest.fixture
+def per_session(stack: LocalStack) -> Iterator[LocalStack]:
+    """The shared stack with CallerScope=session: the parameter only reaches functions' environments (CALLER_SCOPE),
+    so it is set there at run time, as an operator's redeploy would, and put back after the test."""
+    with reconfigured(stack, {"CALLER_SCOPE": "session"}):
+        yield stack
 
 
 def test_with_caller_scope_session_two_sessions_of_one_role_are_two_callers(per_session: LocalStack) -> None:

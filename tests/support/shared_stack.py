@@ -1,14 +1,15 @@
 """The local stack a test process shares between its e2e and integration tests (the ``stack`` fixture of
 tests/conftest.py), alive only while this process runs tests that use it.
 
-An idle stack is not free: its schedules (the admission healer every local "minute", 1 s; the batch reconciler and the
-job deadline's safety net every 5 s) keep its Lambda workers and its AWS services busy, about a sixth of a core
-measured on an idle stack. A stack kept until the end of the run burned that beside the unit tests that come after
-the e2e files. So the stack starts when the first test that uses it starts, and stops as soon as the next test this
-process runs does not use it (``pytest_runtest_teardown`` knows the next item: an xdist worker waits for it before it
-tears down the current one). The run order hands out the files that use the stack first
-(tests/support/run_order.py), so each process starts it once; if a later file needs it after all, it starts again,
-so what a test sees never depends on the order.
+An idle stack is not free: its schedules (the admission healer every local "minute"; the batch reconciler and the job
+deadline's safety net every five) keep its Lambda workers and its AWS services busy: a sixth of a core measured on an
+idle stack at one second a local minute, half that at two (local/omnireel_local/schedules.py). A stack kept until the
+end of the run burned that beside the unit tests that come after the e2e files. So the stack starts when the first
+test that uses it starts, and stops after the last test of a file when the next file this process runs does not use
+it (``pytest_runtest_teardown`` knows the next item: an xdist worker waits for it before it tears down the current
+one; within a file, module-scoped fixtures built on it keep it). The run order hands out the files that use the stack
+first (tests/support/run_order.py), so each process starts it once; if a later file needs it after all, it starts
+again, so what a test sees never depends on the order.
 """
 
 from __future__ import annotations
@@ -50,10 +51,17 @@ class SharedStack:
 
 def uses_shared_stack(item: object, conftest_baseid: str = "tests") -> bool:
     """Whether a collected test uses the shared ``stack`` fixture (directly or through another fixture, e.g. the
-    integration tests' ``door``), not a module's own fixture of that name (a variant stack)."""
+    integration tests' ``door``, or through a module's ``stack`` that reconfigures it), not a module's own fixture of
+    that name that starts another stack (a variant)."""
     info = getattr(item, "_fixtureinfo", None)
-    definitions = info.name2fixturedefs.get("stack", ()) if info is not None else ()
-    return bool(definitions) and definitions[-1].baseid == conftest_baseid
+    definitions = list(info.name2fixturedefs.get("stack", ())) if info is not None else []
+    while definitions:  # the closest definition first; a module's `stack` that requests `stack` builds on the next
+        closest = definitions.pop()
+        if closest.baseid == conftest_baseid:
+            return True
+        if "stack" not in closest.argnames:
+            return False
+    return False
 
 
 def stop_after(file: str, next_file: str | None, files_with_stack: set[str]) -> bool:

@@ -2,18 +2,22 @@
 
 ``start_stack`` runs ``omnireel local up`` (every wait bounded); ``stop_stack`` runs ``omnireel local down`` and returns
 the processes the stack started that are still alive. The e2e and the integration tests share one such stack per test
-process: the ``stack`` fixture in tests/conftest.py. Tests that need a variant (template parameters, ``--no-relay``,
-fixed ports) start their own with ``start_stack``.
+process: the ``stack`` fixture in tests/conftest.py. A variant that Lambda can take at run time (a parameter that only
+reaches functions' environments) is ``reconfigured`` on that stack; tests that need another (a parameter that shapes
+resources, ``--no-relay``, fixed ports) start their own with ``start_stack``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +97,31 @@ def stop_stack(stack: LocalStack) -> list[int]:
         pids = []
     stack.cli("local", "down", timeout=60)
     return homedir.reap(pids)
+
+
+@contextlib.contextmanager
+def reconfigured(stack: LocalStack, variables: dict[str, str]) -> Iterator[list[str]]:
+    """Run with ``variables`` set in every function of the stack whose environment already holds one of them (as an
+    operator tunes a deployed stack: UpdateFunctionConfiguration; the local Lambda retires the warm workers, as Lambda
+    starts new execution environments), then put every environment back. The functions are found from the stack, not
+    listed: a template parameter that reaches a new function reaches it here too. Yields their names; a variable no
+    function holds is an error (the test would run unconfigured)."""
+    from tests.support.frontdoor import aws
+
+    lambda_ = aws(stack.state(), "lambda")
+    originals: dict[str, dict[str, Any]] = {}
+    for page in lambda_.get_paginator("list_functions").paginate():
+        for function in page["Functions"]:
+            held = (function.get("Environment") or {}).get("Variables") or {}
+            if set(held) & set(variables):
+                originals[function["FunctionName"]] = {"Variables": held}
+    missing = set(variables) - {name for env in originals.values() for name in env["Variables"]}
+    assert not missing, f"no function of the stack has {sorted(missing)} in its environment"
+    try:
+        for name, environment in originals.items():
+            changed = {k: variables.get(k, v) for k, v in environment["Variables"].items()}
+            lambda_.update_function_configuration(FunctionName=name, Environment={"Variables": changed})
+        yield sorted(originals)
+    finally:
+        for name, environment in originals.items():
+            lambda_.update_function_configuration(FunctionName=name, Environment=environment)

@@ -77,23 +77,28 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
 
 
 class _Definition:
-    def __init__(self, baseid: str) -> None:
+    def __init__(self, baseid: str, argnames: tuple[str, ...] = ()) -> None:
         self.baseid = baseid
+        self.argnames = argnames
 
 
 class _Info:
-    def __init__(self, stack_baseid: str | None) -> None:
-        self.name2fixturedefs = {"stack": (_Definition(stack_baseid),)} if stack_baseid is not None else {}
+    def __init__(self, stack_baseid: str | None, builds_on_shared: bool) -> None:
+        chain = [_Definition("tests")] if stack_baseid not in (None, "tests") else []
+        if stack_baseid is not None:  # pytest lists a name's definitions farthest first, the closest last
+            chain.append(_Definition(stack_baseid, ("stack",) if builds_on_shared else ("tmp_path_factory",)))
+        self.name2fixturedefs = {"stack": tuple(chain)} if chain else {}
 
 
 class _Item:
-    def __init__(self, nodeid: str, stack_baseid: str | None = None) -> None:
+    def __init__(self, nodeid: str, stack_baseid: str | None = None, builds_on_shared: bool = False) -> None:
         self.nodeid = nodeid
-        self._fixtureinfo = _Info(stack_baseid)
+        self._fixtureinfo = _Info(stack_baseid, builds_on_shared)
 
 
 def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(monkeypatch) -> None:
     seconds = {"tests/unit/long.py": 300.0, "tests/e2e/own.py": 200.0, "tests/e2e/short.py": 5, "tests/e2e/b.py": 90}
+    seconds["tests/e2e/tuned.py"] = 10
     monkeypatch.setattr(run_order, "file_seconds", lambda: seconds)
     items = [
         _Item("tests/unit/long.py::a"),
@@ -101,11 +106,14 @@ def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(m
         _Item("tests/e2e/short.py::c"),  # the file uses the shared stack through one test only
         _Item("tests/e2e/short.py::d", stack_baseid="tests"),
         _Item("tests/e2e/b.py::e", stack_baseid="tests"),
+        # a module's `stack` that requests `stack`: the shared one, reconfigured
+        _Item("tests/e2e/tuned.py::f", stack_baseid="tests/e2e/tuned.py", builds_on_shared=True),
     ]
     with_stack = run_order.longest_first(items)
-    assert with_stack == {"tests/e2e/short.py", "tests/e2e/b.py"}
+    assert with_stack == {"tests/e2e/short.py", "tests/e2e/b.py", "tests/e2e/tuned.py"}
     assert [i.nodeid for i in items] == [
         "tests/e2e/b.py::e",
+        "tests/e2e/tuned.py::f",
         "tests/e2e/short.py::c",
         "tests/e2e/short.py::d",
         "tests/unit/long.py::a",
