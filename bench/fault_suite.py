@@ -61,7 +61,7 @@ MALFORMED = {"malformed_rate": 0.6}
 CRASH_TARGETS = ("GenerateImage", "InvokeVideo", "AsyncResult", "PublishEvent", "Inbox")
 # The admission phase (issue 34): the stage that takes its slot itself, and the wait for a slot.
 ADMISSION_TARGETS = ("GenerateImage", "WaitForSlot")
-ADMISSION_SETTLE_S = 60  # the healing schedule runs every local "minute" (1 s): enough for it to repair everything
+ADMISSION_SETTLE_S = 60  # the healing schedule runs every local "minute" (2 s): enough for it to repair everything
 # Before a phase: how long to wait for the containers to finish what the previous phase left (a 20 s hang + the
 # requests waiting behind it, given up by InvokeEndpoint's 60 s): _wait_until_idle.
 IDLE_TIMEOUT_S = 90

@@ -64,7 +64,7 @@ LOCAL_PARAMETERS = {
     # about half a minute. Tests that want it sooner pass `--parameter BatchReconcileGraceSeconds=N`.
     "BatchReconcileGraceSeconds": "30",
     # The admission healer's grace (60 s -> 10 s): a grant whose answer was lost is answered again about 10 s later,
-    # not a minute (the healer itself runs every local "minute", 1 s). Not shorter: a step can take seconds to start
+    # not a minute (the healer itself runs every local "minute", 2 s). Not shorter: a step can take seconds to start
     # on a loaded laptop, and the grace is what leaves it alone.
     "AdmissionHealGraceSeconds": "10",
     # The voice network parameters feed only resources with no local meaning (ECS, load balancer, security groups:

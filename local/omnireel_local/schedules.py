@@ -11,7 +11,12 @@ template parameter cannot make it shorter), and a one-minute wait would make eve
 minute lasts ``LOCAL_SECONDS_PER_MINUTE`` seconds here, as ``provision.LOCAL_PARAMETERS`` turn hour-long timeouts into
 minutes. ``cron(...)`` rules are not run locally (logged at startup).
 
-Because a local minute is a second, a run that lasts longer than it would overlap the next ones, which on AWS come a
+Two seconds, not one: the ticks are not free. The admission healer's run is a dozen AWS calls per pool (each signed,
+authorised and served by the local AWS), so an idle stack spent about a sixth of a core on its schedules at one second
+a minute (measured 2026-12-05: 10 CPU-s a minute, server and Lambda workers), on a laptop as in every test stack; two
+seconds halve that and add at most a second to a healing (its grace is 10 s locally) and five to a safety-net sweep.
+
+Because a local minute lasts seconds, a run that lasts longer than it would overlap the next ones, which on AWS come a
 real minute apart: a tick whose previous invocation of the same target has not ended yet is skipped (logged at debug
 level), so a slow run (the admission healer with hundreds of waiting jobs) never piles up runs AWS would not make.
 """
@@ -29,7 +34,7 @@ from typing import Any
 
 log = logging.getLogger("omnireel_local.schedules")
 
-LOCAL_SECONDS_PER_MINUTE = 1.0
+LOCAL_SECONDS_PER_MINUTE = 2.0
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT_MINUTES = {"minute": 1, "hour": 60, "day": 1440}
 

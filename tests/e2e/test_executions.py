@@ -26,7 +26,7 @@ from .helpers import aws_client, wait_for
 pytestmark = pytest.mark.e2e
 
 JOB_TIMEOUT = "90"
-DEADLINE_S = 4  # JobDeadlineSeconds of the safety-net stack (the local default is 5400; the sweep runs every 5 s here)
+DEADLINE_S = 4  # JobDeadlineSeconds of the safety-net stack (the local default is 5400; the sweep runs every 10 s here)
 
 
 def aws(stack: LocalStack, service: str) -> Any:
@@ -190,6 +190,6 @@ def test_a_job_whose_execution_never_started_gets_exactly_one_job_failed(deadlin
 
     # Exactly one: later sweeps find nothing to do (wait for two more runs, then look again).
     seen = sweeps(stack)
-    wait_for(lambda: sweeps(stack) >= seen + 2, 30, "two more runs of FailOverdueJobs")
+    wait_for(lambda: sweeps(stack) >= seen + 2, 60, "two more runs of FailOverdueJobs")
     result = stack.cli("events", "--json", "--job", job_id, timeout=60)
     assert [e["event_id"] for e in map(json.loads, result.stdout.splitlines())] == [event["event_id"]]
