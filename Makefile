@@ -158,7 +158,10 @@ lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL v
 # the measured seconds in tests/durations.json (`make test-durations` refreshes them; xdist's default order is by
 # number of tests, which left the long e2e files for the end). Every run writes its JUnit report to $(JUNIT_DIR)
 # (xunit1: each test names its file), which `make test-durations` reads.
-TEST_WORKERS ?= auto
+# One worker more than the cores: the e2e files spend a third of their time waiting on their stacks (machine busy 69 %
+# of a 2-worker run on 2 cores), so a third worker fills it. Measured on 2 cores, same code, one run each
+# (docs/benchmarks.md): 2 workers 9 min 24 s, 3 workers 7 min 59 s, 4 workers 7 min 35 s with the CPU saturated.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 JUNIT_DIR := .aws-sam/junit
 JUNIT = -o junit_family=xunit1 --junitxml=$(JUNIT_DIR)/$(1).xml
 PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
