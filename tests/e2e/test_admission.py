@@ -20,10 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-from botocore.credentials import Credentials
 
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.frontdoor import FrontDoorClient, developer_door, new_user
 from tests.support.stack import LocalStack
 
 from .helpers import JobEvents, wait_for
@@ -38,10 +36,7 @@ TIMEOUT_S = 240
 @pytest.fixture
 def doors(stack: LocalStack) -> tuple[FrontDoorClient, FrontDoorClient]:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    a = FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
+    a = developer_door(state)
     _, b_credentials = new_user(state)
     return a, a.as_(b_credentials)
 

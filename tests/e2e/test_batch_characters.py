@@ -9,10 +9,8 @@ import json
 import time
 
 import pytest
-from botocore.credentials import Credentials
 
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient
+from tests.support.frontdoor import FrontDoorClient, developer_door
 from tests.support.stack import LocalStack
 
 from .helpers import JobEvents
@@ -42,10 +40,7 @@ def _completed(door: FrontDoorClient, batch_id: str):  # type: ignore[no-untyped
 
 def test_post_batches_with_characters_outside_sqs_set_completes_every_line(stack: LocalStack) -> None:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    door = FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
+    door = developer_door(state)
     jobs = [
         {"prompt": "a paper lantern \ufffe at dusk", "seed": 1, "video": SMALL_VIDEO},
         {"prompt": "a paper lantern \uffff at dawn", "seed": 2, "video": SMALL_VIDEO},

@@ -12,10 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from botocore.credentials import Credentials
 
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, new_user
+from tests.support.frontdoor import developer_door, new_user
 from tests.support.stack import LocalStack
 
 from .helpers import JobEvents, wait_for
@@ -116,10 +114,7 @@ def test_a_dropped_jsonl_with_bad_lines_runs_every_line_once(stack: LocalStack, 
 
 def test_post_batches_through_the_front_door(stack: LocalStack) -> None:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    door = FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
+    door = developer_door(state)
     jobs: list = [_job(100 + i) for i in range(20)]
     bad = {4: "prompt", 9: "object", 15: "video"}
     jobs[3] = {"prompt": "   "}
@@ -171,10 +166,7 @@ def test_post_batches_through_the_front_door(stack: LocalStack) -> None:
 )
 def test_post_batches_refuses_a_bad_envelope(stack: LocalStack, body: bytes, fragment: str) -> None:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    door = FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
+    door = developer_door(state)
     reply = door.request("POST", "/batches", body, [("Content-Type", "application/json")])
     assert reply.status == 400, reply.body
     assert fragment in reply.json["error"]["message"]
@@ -192,10 +184,7 @@ def test_post_batches_webhook_gets_one_signed_batch_completed(stack: LocalStack)
     from .helpers import LineReader
 
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    door = FrontDoorClient(
-        state["api_url"], state["region"], Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    )
+    door = developer_door(state)
     port, secret = free_port(), stack.outputs["OMNIREEL_WEBHOOK_SECRET"]
     process = subprocess.Popen(
         [*cli_command(), "webhooks", "listen", "--port", str(port), "--secret", secret,

@@ -21,7 +21,7 @@ import pytest
 from botocore.credentials import Credentials
 
 from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient, aws, invoke_policy, new_role, session_of
+from tests.support.frontdoor import FrontDoorClient, aws, developer_door, invoke_policy, new_role, session_of
 from tests.support.stack import LocalStack, reconfigured
 
 pytestmark = pytest.mark.e2e
@@ -106,8 +106,7 @@ def test_the_developer_identity_is_keyed_on_its_unique_id_and_local_env_exports_
     stack: LocalStack,
 ) -> None:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    developer = _door(state, Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]))
+    developer = developer_door(state)
     user_id = aws(state, "iam").get_user(UserName=state["developer"]["user"])["User"]["UserId"]
     assert AWS_USER_ID.match(user_id) and state["developer"]["user_id"] == user_id
     assert _secret(developer) == stack.outputs["OMNIREEL_WEBHOOK_SECRET"]

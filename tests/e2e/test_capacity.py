@@ -25,7 +25,7 @@ from botocore.config import Config
 
 from omnireel_local import home as homedir
 from omnireel_template import ROOT
-from tests.support.frontdoor import FrontDoorClient, Reply, new_user
+from tests.support.frontdoor import FrontDoorClient, Reply, developer_door, new_user
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client
@@ -143,11 +143,7 @@ def test_the_pipeline_never_exceeds_capacity_with_50_simultaneous_submits_from_t
     stack: LocalStack,
 ) -> None:
     state = stack.state()
-    keys = homedir.developer_credentials(state)
-    from botocore.credentials import Credentials
-
-    developer = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    doors = [FrontDoorClient(state["api_url"], state["region"], developer)]
+    doors = [developer_door(state)]
     doors += [FrontDoorClient(state["api_url"], state["region"], new_user(state)[1]) for _ in range(CALLERS - 1)]
     emulators = {"images": _emulator(stack, "IMAGE"), "videos": _emulator(stack, "VIDEO")}
     for kind, url in emulators.items():

@@ -21,11 +21,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.frontdoor import developer_door
 from tests.support.stack import ROOT, LocalStack
 
 from .helpers import wait_for
-from .test_webhook_tenants import quick_key_pickup  # noqa: F401 - the fixture (keys re-read after 1 s, then restored)
+from .test_webhook_tenants import (
+    polled_secret_view,
+    quick_key_pickup,  # noqa: F401 - the fixture (keys re-read after 1 s, then restored)
+)
 
 DOC = ROOT / "docs" / "client.md"
 EXAMPLE = re.compile(r"<!-- example: (?P<name>[a-z_]+) -->\s*```python\n(?P<code>.*?)```", re.S)
@@ -172,12 +174,8 @@ def test_the_receiver_picks_up_a_rotation_without_a_restart(quick_key_pickup: No
     stack.cli("webhooks", "rotate", "--grace-hours", "0", check=True)
     # The old key may sign alone until every function has read the rotation (item 9); from previous_until, only the
     # new one does. A delivery made after that cannot verify with the secret the receiver read at its start.
-    door = developer_door(stack.state())  # polled in-process (a CLI process per poll burnt a core), checked by the CLI
-
-    def polled() -> dict[str, Any]:
-        return dict(door.request("GET", "/webhooks/secret", b"", []).json)
-
-    wait_for(lambda: (v := polled())["secret"] != before and v["previous_secret"] is None, 120,
+    # polled in-process (a CLI process per poll burnt a core), checked by the CLI
+    wait_for(lambda: (v := polled_secret_view(stack))["secret"] != before and v["previous_secret"] is None, 120,
              "the old key to stop signing")  # fmt: skip
     assert view()["previous_secret"] is None
     output = _run(venv, stack, tmp_path, _examples()["send_to_receiver"], {"PORT": str(port)})

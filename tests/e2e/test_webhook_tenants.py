@@ -226,7 +226,7 @@ def _secret_view(stack: LocalStack) -> dict:
     return json.loads(stack.cli("webhooks", "secret", "--json", check=True).stdout)
 
 
-def _polled_view(stack: LocalStack) -> dict:
+def polled_secret_view(stack: LocalStack) -> dict:
     """GET /webhooks/secret in-process, what `webhooks secret --json` prints: for wait loops (a CLI process per poll
     burnt a core for the half-minute a rotation takes to be picked up); each wait ends with the CLI's own view."""
     reply = developer_door(stack.state()).request("GET", "/webhooks/secret", b"", [])
@@ -240,14 +240,14 @@ def test_a_rotation_signs_with_both_keys_during_the_grace_period_then_with_the_n
     old = stack.cli("webhooks", "secret", check=True).stdout.strip()
     rotated = stack.cli("webhooks", "rotate", "--grace-hours", "24", check=True)
     assert "until" in rotated.stdout
-    wait_for(lambda: _polled_view(stack)["secret"] != old, 30, "the API to serve the new secret")
+    wait_for(lambda: polled_secret_view(stack)["secret"] != old, 30, "the API to serve the new secret")
     view = _secret_view(stack)
     new = view["secret"]
     assert view["previous_secret"] == old
     # the new key signs once every function has read it (issue 33 item 9: the key cache, 1 s here, + 30 s)
     assert view["signing"] == ["previous_secret"] and view["secret_signs_from"]
     both = ["secret", "previous_secret"]
-    wait_for(lambda: _polled_view(stack)["signing"] == both, 60, "the new key to start signing")
+    wait_for(lambda: polled_secret_view(stack)["signing"] == both, 60, "the new key to start signing")
     view = _secret_view(stack)
     assert view["signing"] == both, view
     until = datetime.fromisoformat(view["previous_until"])
@@ -264,7 +264,7 @@ def test_a_rotation_signs_with_both_keys_during_the_grace_period_then_with_the_n
             assert got["signatures"] == 2
 
         assert stack.cli("webhooks", "rotate", "--end-grace", check=True).returncode == 0
-        wait_for(lambda: _polled_view(stack)["previous_secret"] is None, 60, "the API to end the grace period")
+        wait_for(lambda: polled_secret_view(stack)["previous_secret"] is None, 60, "the API to end the grace period")
         assert _secret_view(stack)["previous_secret"] is None
         after_old = _submit(stack, "delivered after the grace period (old receiver)", f"{old_receiver.url}/after-old")
         _submit(stack, "delivered after the grace period (new receiver)", f"{new_receiver.url}/after-new")

@@ -7,10 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.credentials import Credentials
 
-from omnireel_local import home as homedir
-from tests.support.frontdoor import FrontDoorClient
+from tests.support.frontdoor import FrontDoorClient, developer_door
 from tests.support.stack import LocalStack
 
 
@@ -22,6 +20,4 @@ def door_state(stack: LocalStack) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def door(door_state: dict[str, Any]) -> FrontDoorClient:
     """The front door, signing as the local developer (the CLI's identity)."""
-    keys = homedir.developer_credentials(door_state)
-    credentials = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
-    return FrontDoorClient(door_state["api_url"], door_state["region"], credentials)
+    return developer_door(door_state)

@@ -26,7 +26,6 @@ class SharedStack:
     def __init__(self, make_home: Callable[[], Path]):
         self._make_home = make_home
         self._stack: LocalStack | None = None
-        self.starts = 0
 
     @property
     def running(self) -> bool:
@@ -38,7 +37,6 @@ class SharedStack:
             from tests.support.stack import start_stack
 
             self._stack = start_stack(self._make_home())
-            self.starts += 1
         return self._stack
 
     def stop(self) -> list[int]:
