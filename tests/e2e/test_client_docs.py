@@ -6,6 +6,7 @@ cannot drift: an example added to the page runs here too (and must say what it p
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -26,7 +27,7 @@ from tests.support.stack import ROOT, LocalStack
 from .helpers import wait_for
 from .test_webhook_tenants import (
     polled_secret_view,
-    quick_key_pickup,  # noqa: F401 - the fixture (keys re-read after 1 s, then restored)
+    quick_key_pickup,  # noqa: F401 - the fixture (a rotation takes effect after 5 s, then restored)
 )
 
 DOC = ROOT / "docs" / "client.md"
@@ -131,7 +132,27 @@ def _free_port() -> int:
 
 @pytest.fixture
 def receiver(venv: Path, stack: LocalStack, tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
-    (tmp_path / "receiver.py").write_text(_examples()["receiver"])
+    with _receiver(venv, stack, tmp_path, _examples()["receiver"]) as started:
+        yield started
+
+
+DOC_REFRESH = "refresh_interval_s=60"  # the receiver example's: a refused delivery re-reads the secret after 60 s
+QUICK_REFRESH = "refresh_interval_s=3"
+
+
+@pytest.fixture
+def rotating_receiver(venv: Path, stack: LocalStack, tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
+    """The receiver example as documented but for its refresh interval, 3 s instead of 60: with the stack's rotation
+    taking effect after 5 s (quick_key_pickup), the documented 60 s would make the test wait out the interval."""
+    code = _examples()["receiver"]
+    assert code.count(DOC_REFRESH) == 1, "the receiver example's refresh interval changed: update DOC_REFRESH"
+    with _receiver(venv, stack, tmp_path, code.replace(DOC_REFRESH, QUICK_REFRESH)) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def _receiver(venv: Path, stack: LocalStack, tmp_path: Path, code: str) -> Iterator[tuple[int, list[str]]]:
+    (tmp_path / "receiver.py").write_text(code)
     port = _free_port()
     process = subprocess.Popen(
         [str(venv.parent / "uvicorn"), "receiver:app", "--port", str(port), "--lifespan", "off"],
@@ -160,12 +181,12 @@ def test_the_webhook_receiver_verifies_a_real_delivery(receiver: tuple[int, list
 
 
 def test_the_receiver_picks_up_a_rotation_without_a_restart(quick_key_pickup: None,  # noqa: F811 - the fixture
-                                                            receiver: tuple[int, list[str]], venv: Path,
+                                                            rotating_receiver: tuple[int, list[str]], venv: Path,
                                                             stack: LocalStack, tmp_path: Path) -> None:  # fmt: skip
     """Issue 33 item 3: the receiver of docs/client.md, started before the rotation, verifies a delivery signed with
     the new key only (``rotate --grace-hours 0``, as for a leaked key, once the old key has stopped signing): it reads
     the secret again by itself."""
-    port, lines = receiver
+    port, lines = rotating_receiver
 
     def view() -> dict[str, Any]:
         return dict(json.loads(stack.cli("webhooks", "secret", "--json", check=True).stdout))
@@ -180,7 +201,7 @@ def test_the_receiver_picks_up_a_rotation_without_a_restart(quick_key_pickup: No
     assert view()["previous_secret"] is None
     output = _run(venv, stack, tmp_path, _examples()["send_to_receiver"], {"PORT": str(port)})
     job_id = re.search(r"submitted ([0-9a-f-]{36})", output)[1]  # type: ignore[index]
-    # A delivery that arrives less than refresh_interval_s after the receiver's first read is refused (401) and
-    # retried by the stack 30 s later; the receiver has read the new secret by then.
+    # A delivery that arrives less than refresh_interval_s (3 s here) after the receiver's first read is refused (401)
+    # and retried by the stack 30 s later; the receiver has read the new secret by then.
     wait_for(lambda: any(f"verified job.succeeded {job_id}" in line for line in lines), RUN_TIMEOUT_S,
              f"the receiver to verify job.succeeded of {job_id} after the rotation")  # fmt: skip

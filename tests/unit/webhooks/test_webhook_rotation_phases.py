@@ -116,3 +116,24 @@ def test_the_functions_reader_derives_its_pickup_from_its_own_cache(monkeypatch:
     quick = module.WebhookMasterKey("arn:secret", ttl_s=1).keys()
     assert quick.key_from() == T + timedelta(seconds=1) + PICKUP_MARGIN
     assert module.WebhookMasterKey("arn:secret").keys().key_from() == T + timedelta(seconds=300) + PICKUP_MARGIN
+
+
+def test_the_functions_reader_takes_its_margin_from_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WEBHOOK_PICKUP_MARGIN_SECONDS (1-300 s, default PICKUP_MARGIN) reaches the reader the functions build."""
+    from omnireel.aws import adapters
+    from omnireel.aws import secrets as module
+    from omnireel.runtime.settings import WebhookSettings
+
+    class Manager:
+        def get_secret_value(self, SecretId: str) -> dict[str, str]:
+            return {"SecretString": MasterKeys(K0).rotated(K1, T, timedelta(hours=1)).to_json()}
+
+    monkeypatch.setattr(module, "client", lambda service: Manager())
+    base = {"JOBS_TABLE": "jobs", "WEBHOOK_SECRET_ARN": "arn:secret", "WEBHOOK_QUEUE_URL": "https://queue"}
+    default = WebhookSettings.from_env({**base, "WEBHOOK_KEY_CACHE_SECONDS": "2"})
+    assert adapters.webhook_master_key(default).keys().key_from() == T + timedelta(seconds=2) + PICKUP_MARGIN
+    tuned = WebhookSettings.from_env({**base, "WEBHOOK_KEY_CACHE_SECONDS": "2", "WEBHOOK_PICKUP_MARGIN_SECONDS": "3"})
+    assert adapters.webhook_master_key(tuned).keys().key_from() == T + timedelta(seconds=5)
+    for refused in ("0", "0.5", "301"):
+        with pytest.raises(RuntimeError, match="WEBHOOK_PICKUP_MARGIN_SECONDS"):
+            WebhookSettings.from_env({**base, "WEBHOOK_PICKUP_MARGIN_SECONDS": refused})

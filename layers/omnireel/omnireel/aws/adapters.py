@@ -71,6 +71,8 @@ class _WebhookKey(Protocol):
     def webhook_secret_arn(self) -> str: ...
     @property
     def webhook_key_cache_seconds(self) -> float: ...
+    @property
+    def webhook_pickup_margin_seconds(self) -> float: ...
 
 
 def _required(value: str | None, variable: str) -> str:
@@ -146,7 +148,11 @@ def admission_store(settings: _Admission) -> AdmissionStore:
 def webhook_master_key(settings: _WebhookKey) -> WebhookMasterKey:
     from omnireel.aws.secrets import WebhookMasterKey
 
-    return WebhookMasterKey(settings.webhook_secret_arn, ttl_s=settings.webhook_key_cache_seconds)
+    return WebhookMasterKey(
+        settings.webhook_secret_arn,
+        ttl_s=settings.webhook_key_cache_seconds,
+        margin_s=settings.webhook_pickup_margin_seconds,
+    )
 
 
 def usage_store(settings: object) -> UsageStore | None:

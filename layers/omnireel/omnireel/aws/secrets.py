@@ -3,7 +3,8 @@
 The value is a master key document (``omnireel.webhooks.secrets``); nothing here serves it: callers get secrets derived
 from it per scope. Functions keep it for ``ttl_s`` (5 minutes by default, well under the shortest rotation grace period
 of an hour the CLI asks for), so a rotation reaches every warm execution environment within that time.
-A rotation therefore takes effect ``ttl_s`` + ``PICKUP_MARGIN`` after it was written (``pickup``): until then the
+A rotation therefore takes effect ``ttl_s`` + ``margin_s`` (``PICKUP_MARGIN`` unless ``WEBHOOK_PICKUP_MARGIN_SECONDS``
+says otherwise) after it was written (``pickup``): until then the
 previous master alone signs, in every function, whether it still holds the old document or has read the new one
 (``omnireel.webhooks.secrets``), and ``GET /webhooks/secret`` (the API's own reader, with the same setting) says so.
 """
@@ -25,14 +26,21 @@ DEFAULT_TTL_S = 300.0
 
 
 class WebhookMasterKey:
-    def __init__(self, secret_arn: str, *, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        secret_arn: str,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        margin_s: float = PICKUP_MARGIN.total_seconds(),
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.secret_arn = secret_arn
         self.ttl_s = ttl_s
         self._clock = clock
         self._lock = threading.Lock()
         self._cached: tuple[float, MasterKeys] | None = None
         # when a rotation takes effect for this reader: every cache (of this length) has expired by then
-        self.pickup = timedelta(seconds=ttl_s) + PICKUP_MARGIN
+        self.pickup = timedelta(seconds=ttl_s + margin_s)
 
     def keys(self) -> MasterKeys:
         """The master key document, read again once it is ``ttl_s`` old."""

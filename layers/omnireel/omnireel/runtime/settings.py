@@ -72,6 +72,9 @@ class ApiSettings(ArtifactSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str = ""  # GET /webhooks/secret: the master key the caller's secret is derived from
     # How long a function keeps the master key (a rotation reaches warm functions within it; at most 5 minutes).
     webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
+    # What a rotation waits beyond the key cache (omnireel.webhooks.secrets PICKUP_MARGIN: the write's latency, Secrets
+    # Manager's propagation, the clocks). Lower only where writer and readers share one clock (the local stack's tests).
+    webhook_pickup_margin_seconds: Annotated[float, msgspec.Meta(ge=1, le=300)] = 30.0
     # http:// to a loopback address is allowed for webhooks (the local stack only; template parameter, default false).
     webhook_allow_loopback_http: bool = False
     # template.yaml CallerScope: who owns jobs, keys and the webhook secret when the caller is an assumed role -- the
@@ -183,6 +186,7 @@ class AdmissionHealSettings(AdmissionSettings, frozen=True, kw_only=True):
 class WebhookSettings(JobStoreSettings, frozen=True, kw_only=True):
     webhook_secret_arn: str
     webhook_key_cache_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = 300.0
+    webhook_pickup_margin_seconds: Annotated[float, msgspec.Meta(ge=1, le=300)] = 30.0  # as ApiSettings'
     # batch.completed is signed with the batch owner's secret (read from its record); each attempt is recorded there
     batches_table: str | None = None
     webhook_queue_url: str
