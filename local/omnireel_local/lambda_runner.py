@@ -21,23 +21,29 @@ with the interpreter's site-packages standing in for the layer's pinned requirem
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import queue
+import select
+import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import fault_injection, local_dns
 from .iam.identities import Credentials
+from .lambda_zygote import IMPORT_TIME_ENV
 from .runtime_python import STACK_SYS_PATH, coverage_environment, runtime_python
 
 log = logging.getLogger("omnireel_local.lambda")
@@ -46,6 +52,18 @@ log = logging.getLogger("omnireel_local.lambda")
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 _START_TIMEOUT_S = 60.0
 _CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+# Passed on to a worker template (lambda_zygote) besides _PASSTHROUGH, coverage's and the preloads' variables.
+_TEMPLATE_ENV = (STACK_SYS_PATH, "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
+# OMNIREEL_LAMBDA_TEMPLATE=0: every cold start is a new interpreter (the way before lambda_zygote; for comparisons).
+TEMPLATE_SWITCH = "OMNIREEL_LAMBDA_TEMPLATE"
+
+
+def templates_enabled() -> bool:
+    """Worker templates need Linux's pidfds (5.3+) and descriptor passing; OMNIREEL_LAMBDA_TEMPLATE=0 turns them off."""
+    supported = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal") and hasattr(socket, "send_fds")
+    return supported and os.environ.get(TEMPLATE_SWITCH, "1") != "0"
+
+
 # A worker is reused only if its role session outlives the invocation's timeout by this much.
 CREDENTIAL_MARGIN_S = 60.0
 # A worker told to exit (end of its input) that is still running after its grace is killed. While coverage measures
@@ -86,20 +104,109 @@ class InvokeResult:
     duration_s: float = 0.0
 
 
+class _ForkedProcess:
+    """A worker forked by a template (``lambda_zygote``), with the part of ``Popen``'s surface the runner uses. The
+    template reaps it; the runner watches and signals it through its pidfd, so a reused pid is never signalled. Its
+    exit status stays with the template: ``returncode`` is ``EXITED`` once it has exited."""
+
+    EXITED = -1
+
+    def __init__(self, pid: int, pidfd: int, stdin_fd: int, stdout_fd: int):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._pidfd = pidfd
+        weakref.finalize(self, os.close, pidfd)
+        self.stdin = open(stdin_fd, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - as Popen(text=True, bufsize=1)
+        self.stdout = open(stdout_fd, encoding="utf-8")  # noqa: SIM115 - read by the worker's reader thread
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = self.EXITED
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired("lambda_worker", timeout or 0)
+            self.returncode = self.EXITED
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+
+class _Template:
+    """A ``lambda_zygote`` process: forks a worker per cold start, its libraries already imported."""
+
+    def __init__(self, python: str, env: dict[str, str], log_path: Path):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the template
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-m", "omnireel_local.lambda_zygote", str(theirs.fileno())],
+                stdin=subprocess.PIPE,  # closed by stop(): the template exits (its running workers do not)
+                stdout=subprocess.DEVNULL,
+                stderr=self.log_file,
+                env=env,
+                pass_fds=[theirs.fileno()],
+            )
+        finally:
+            theirs.close()
+        self.socket = ours
+        self.socket.settimeout(_START_TIMEOUT_S)  # the first answer waits for the template's imports
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def fork(self, handler: str, paths: list[str], env: dict[str, str], cwd: Path, log: BinaryIO) -> _ForkedProcess:
+        """A new worker, as ``python -m omnireel_local.lambda_worker --handler ... --path ...`` in ``cwd`` with
+        ``env``; OSError if the template cannot make one (the runner then starts an interpreter)."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        request = json.dumps({"handler": handler, "paths": paths, "env": env, "cwd": str(cwd)}).encode()
+        try:
+            with self._lock:
+                socket.send_fds(self.socket, [request], [in_r, out_w, log.fileno()])
+                message, fds, _, _ = socket.recv_fds(self.socket, 65536, 1)
+        except BaseException:
+            os.close(in_w)
+            os.close(out_r)
+            raise
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        answer = json.loads(message) if message else {"error": "the template exited"}
+        if "pid" not in answer or len(fds) != 1:
+            for fd in (*fds, in_w, out_r):
+                os.close(fd)
+            raise OSError(f"the worker template did not fork: {answer.get('error', answer)}")
+        return _ForkedProcess(int(answer["pid"]), fds[0], in_w, out_r)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace: float = 2.0) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        self.socket.close()
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.log_file.close()
+
+
 class _Worker:
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path, name: str):
+    def __init__(self, start: Callable[[BinaryIO], Any], log_path: Path, name: str):
+        """``start(log)``: the worker's process (``Popen``, or a ``_ForkedProcess``), its stderr going to ``log``."""
         self.name = name
         self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the worker
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log_file,
-            cwd=cwd,
-            env=env,
-            text=True,
-            bufsize=1,
-        )
+        self.proc = start(self.log_file)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.ready = False
         self.invocations = 0
@@ -228,6 +335,9 @@ class LambdaRunner:
         self.measured = bool(coverage_environment())
         self._code: dict[str, FunctionCode] = {}
         self._pools: dict[str, _Pool] = {}
+        # Worker templates (lambda_zygote) by the environment they were started with; None: they are off or failed
+        self._templates: dict[str, _Template] | None = {} if templates_enabled() else None
+        self._templates_lock = threading.Lock()
         self._lock = threading.Condition()
         self._closed = False
         self._generation = 0
@@ -243,6 +353,10 @@ class LambdaRunner:
     def pids(self) -> list[int]:
         with self._lock:
             return [w.pid for pool in self._pools.values() for w in (*pool.idle, *pool.busy)]
+
+    def template_pids(self) -> list[int]:
+        with self._templates_lock:
+            return [t.pid for t in (self._templates or {}).values()]
 
     # ---------------------------------------------------------------- invocation
     def invoke(self, inv: Invocation) -> InvokeResult:
@@ -273,9 +387,7 @@ class LambdaRunner:
         worker, cold = self._acquire(
             inv.function_name,
             signature,
-            argv,
-            env,
-            code.code_dir,
+            lambda log_file: self._start(inv, code, argv, env, log_file),
             inv.timeout_s,
             session.expires_at if session else None,
             code_state,
@@ -401,13 +513,69 @@ class LambdaRunner:
         )
         return env
 
+    def _start(
+        self, inv: Invocation, code: FunctionCode, argv: list[str], env: dict[str, str], log_file: BinaryIO
+    ) -> Any:
+        """A new execution environment: forked from its runtime's template, or (templates off or failing) a new
+        interpreter running ``argv``."""
+        template = self._template(env)
+        if template is not None:
+            paths = [str(path) for path in (code.code_dir, *code.layer_dirs)]
+            try:
+                return template.fork(inv.handler, paths, env, code.code_dir, log_file)
+            except OSError as exc:
+                log.warning(
+                    "lambda %s: the worker template failed (%s); workers start an interpreter each from now on",
+                    inv.function_name,
+                    exc,
+                )
+                self._drop_templates()
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            cwd=code.code_dir,
+            env=env,
+            text=True,
+            bufsize=1,
+        )
+
+    def _template(self, env: dict[str, str]) -> _Template | None:
+        """The template for workers with ``env``: keyed on what it passes on (the interpreter's settings, coverage,
+        the import path) and what its preloaded modules read at import (``lambda_zygote.IMPORT_TIME_ENV``)."""
+        inherited = {
+            k: v
+            for k, v in env.items()
+            if k in _PASSTHROUGH or k in IMPORT_TIME_ENV or k in _TEMPLATE_ENV or k in coverage_environment()
+        }
+        key = json.dumps(sorted(inherited.items()))
+        with self._templates_lock:
+            if self._templates is None or self._closed:
+                return None
+            template = self._templates.get(key)
+            if template is not None and template.alive():
+                return template
+            try:
+                template = _Template(self.python, inherited, self.log_dir / "lambda-template.log")
+                self._templates[key] = template
+            except OSError as exc:
+                log.warning("lambda: cannot start a worker template (%s); workers start an interpreter each", exc)
+                self._templates = None
+                return None
+            return template
+
+    def _drop_templates(self) -> None:
+        with self._templates_lock:
+            templates, self._templates = list((self._templates or {}).values()), None
+        for template in templates:
+            template.stop()
+
     def _acquire(
         self,
         name: str,
         signature: str,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: Path,
+        start: Callable[[BinaryIO], Any],
         timeout_s: float,
         expires_at: float | None = None,
         code_state: dict[str, tuple[int, int]] | None = None,
@@ -454,7 +622,7 @@ class LambdaRunner:
                     cold = False
                     break
                 if len(pool.busy) < self.max_workers:
-                    worker = _Worker(argv, env, cwd, self.log_dir / f"lambda-{name}.log", name)
+                    worker = _Worker(start, self.log_dir / f"lambda-{name}.log", name)
                     worker.signature = signature
                     worker.generation = pool.generation
                     worker.expires_at = expires_at
@@ -503,3 +671,4 @@ class LambdaRunner:
         deadline = time.monotonic() + self._exit_grace(1.0)
         for worker in workers:
             worker.stop(grace=max(0.1, deadline - time.monotonic()))
+        self._drop_templates()

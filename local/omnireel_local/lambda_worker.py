@@ -1,7 +1,8 @@
 """A warm Lambda execution environment: one process per function instance, reused across invocations.
 
 Started by ``omnireel_local.lambda_runner`` as
-``python -m omnireel_local.lambda_worker --handler handler.handler --path CODE_DIR --path LAYER_DIR ...``.
+``python -m omnireel_local.lambda_worker --handler handler.handler --path CODE_DIR --path LAYER_DIR ...``, or forked
+by a worker template (``omnireel_local.lambda_zygote``) that calls ``main`` with those arguments.
 
 Protocol (one JSON object per line): the runner writes an invocation to stdin
 ``{"request_id", "payload", "deadline_ms", "function_arn"}`` and reads the answer from the *original* stdout
@@ -138,11 +139,11 @@ def _error(exc: BaseException, error_type: str | None = None) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--handler", required=True)
     parser.add_argument("--path", action="append", default=[])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     # Keep the real stdout for the protocol; everything the handler prints goes to the log, through the tap.
     channel = os.fdopen(os.dup(1), "w", buffering=1)

@@ -120,6 +120,7 @@ class Stack:
             pids = {name: proc.pid for name, proc in self.children.items() if proc.poll() is None}
             if self.runner is not None:
                 pids.update({f"lambda-worker-{pid}": pid for pid in self.runner.pids()})
+                pids.update({f"lambda-template-{pid}": pid for pid in self.runner.template_pids()})
             self.state["child_pids"] = pids
             homedir.write_state(self.state, self.home)
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -42,8 +45,11 @@ def _botocore_has_crt():
 """
 
 
-@pytest.fixture
-def runner(tmp_path: Path):
+@pytest.fixture(params=["template", "interpreter"])
+def runner(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Each behaviour holds for a worker forked from its template (lambda_zygote, the default) and for one started as
+    a new interpreter (OMNIREEL_LAMBDA_TEMPLATE=0, and the runner's fallback)."""
+    monkeypatch.setenv(lambda_runner.TEMPLATE_SWITCH, "1" if request.param == "template" else "0")
     code = tmp_path / "fn"
     code.mkdir()
     (code / "handler.py").write_text(HANDLER)
@@ -227,3 +233,158 @@ def test_every_log_line_carries_the_request_and_the_job(runner: LambdaRunner, tm
         texts = [f[3] for f in block]
         assert texts[0].startswith("START RequestId") and "working on it" in texts and "to stderr" in texts
         assert texts[-1].startswith("REPORT RequestId") and len({f[1] for f in block}) == 1
+
+
+# ---------------------------------------------------------------- worker templates (lambda_zygote)
+PROBE = """
+import os, sys, time
+PRELOADED = "botocore.client" in sys.modules  # imported by the template, before this module
+PATH0 = sys.path[0]
+
+
+def handler(event, context):
+    return {"pid": os.getpid(), "ppid": os.getppid(), "preloaded": PRELOADED, "cwd": os.getcwd(), "path0": PATH0,
+            "leak": os.environ.get("OMNIREEL_TEST_LEAK"), "greeting": os.environ.get("GREETING"),
+            "tz": time.tzname[0], "bytecode": sys.dont_write_bytecode, "argv0": sys.argv[0]}
+"""
+
+
+@pytest.fixture
+def templated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(lambda_runner.TEMPLATE_SWITCH, "1")
+    monkeypatch.setenv("OMNIREEL_TEST_LEAK", "the stack's own environment")  # never reaches a worker
+    code = tmp_path / "probe"
+    code.mkdir()
+    (code / "handler.py").write_text(PROBE)
+    runner = LambdaRunner("http://127.0.0.1:9", "us-east-1", tmp_path / "logs", max_workers_per_function=2)
+    runner.register("probe", FunctionCode(code))
+    yield runner, code
+    runner.shutdown()
+
+
+def _probe(runner: LambdaRunner, env: dict[str, str] | None = None) -> tuple[bool, dict]:
+    result = invoke(runner, {}, name="probe", env=env or {"GREETING": "hi", "TZ": "Asia/Tokyo"})
+    assert not result.errored, result.payload
+    return result.cold, json.loads(result.payload)
+
+
+def test_a_cold_start_forks_from_the_template_with_the_functions_own_environment(templated) -> None:
+    runner, code = templated
+    cold, first = _probe(runner)
+    (template,) = runner.template_pids()
+    assert cold and first["ppid"] == template and first["preloaded"]
+    assert (first["cwd"], first["path0"]) == (str(code), str(code))  # as `python -m` in the function's folder
+    assert first["leak"] is None and first["greeting"] == "hi"  # the function's environment, nothing of the stack's
+    assert first["tz"] == "JST" and first["bytecode"] is True  # TZ re-read; PYTHONDONTWRITEBYTECODE as at startup
+    assert first["argv0"] == "omnireel_local.lambda_worker"
+    assert runner.pids() == [first["pid"]]
+    changed = _probe(runner, {"GREETING": "bye", "TZ": "Asia/Tokyo"})[1]  # a new configuration: a new worker
+    assert changed["greeting"] == "bye" and changed["pid"] != first["pid"] and changed["ppid"] == template
+
+
+def test_workers_outlive_their_template_and_a_dead_template_is_replaced(templated) -> None:
+    runner, _ = templated
+    _, first = _probe(runner)
+    (template,) = runner.template_pids()
+    os.kill(template, signal.SIGKILL)
+    warm_cold, warm = _probe(runner)
+    assert not warm_cold and warm["pid"] == first["pid"]  # the running execution environment keeps serving
+    deadline = time.monotonic() + 10
+    while not _exited(template) and time.monotonic() < deadline:
+        time.sleep(0.05)  # bounded: SIGKILL is delivered at once; the runner notices at the next cold start
+    cold, fresh = _probe(runner, {"GREETING": "again"})
+    assert cold and fresh["ppid"] != template and fresh["ppid"] in runner.template_pids()
+
+
+def test_a_template_that_cannot_fork_falls_back_to_an_interpreter(templated, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, _ = templated
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("the template did not fork: injected")
+
+    monkeypatch.setattr(lambda_runner._Template, "fork", refuse)
+    cold, answer = _probe(runner)
+    assert cold and answer["ppid"] == os.getpid() and not answer["preloaded"]  # a new interpreter, started here
+    assert runner.template_pids() == []  # templates are off for this runner from now on
+    assert _probe(runner, {"GREETING": "later"})[1]["ppid"] == os.getpid()
+
+
+def test_shutdown_stops_the_template_and_every_worker(templated) -> None:
+    runner, _ = templated
+    _, answer = _probe(runner)
+    pids = [answer["pid"], *runner.template_pids()]
+    runner.shutdown()
+    deadline = time.monotonic() + 10
+    while not all(_exited(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_exited(pid) for pid in pids), pids
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie waiting for its parent (the template's parent is this process: the runner reaps it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def test_the_preloaded_modules_read_no_environment_at_import_but_what_the_template_is_keyed_on() -> None:
+    """The rule behind IMPORT_TIME_ENV: every module the template imports (its preloads and what they import) is
+    scanned for environment reads that run at import (module and class level, default arguments); each must be one
+    the runner keys templates on, so no worker sees a value imported with another's environment."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", SCAN], capture_output=True, text=True, timeout=60, check=True)
+    reads = json.loads(done.stdout)
+    assert reads, "the scan found no module-level read at all: it no longer sees them"
+    assert set(reads) <= set(lambda_runner.IMPORT_TIME_ENV), reads
+
+
+SCAN = """
+import ast, json, sys
+
+from omnireel_local import lambda_zygote
+
+before = set(sys.modules)
+lambda_zygote.preload()
+ENV_CALLS = ("environ.get", "getenv", "environ.setdefault", "environ.pop", "environ.copy")
+
+
+def reads(tree):
+    found = []
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # the body runs when called; these at import
+            for child in [*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)]:
+                visit(child)
+            return
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(ENV_CALLS):
+            found.append(node.args[0] if node.args else ast.Constant("<the whole environment>"))
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+            found.append(node.slice)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+out = {}
+for name in sorted(set(sys.modules) - before):
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None) or ""
+    if not path.endswith(".py"):
+        continue
+    with open(path, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    for arg in reads(tree):
+        try:
+            value = eval(compile(ast.Expression(arg), path, "eval"), vars(module))
+        except Exception:
+            value = "<unresolved: " + ast.unparse(arg) + ">"
+        out.setdefault(str(value), []).append(name)
+print(json.dumps(out))
+"""

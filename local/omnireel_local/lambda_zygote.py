@@ -1,0 +1,161 @@
+"""A template for Lambda execution environments: imports the libraries every function imports once, then forks a
+fresh ``lambda_worker`` per cold start.
+
+A cold start used to be a new interpreter that imported botocore, boto3, Powertools and msgspec from scratch: ~0.3 of
+its ~0.8 CPU-s, and 160 cold starts in one ``make test``. ``omnireel_local.lambda_runner`` starts one template per
+runtime (``python -m omnireel_local.lambda_zygote FD``, the interpreter its workers would run, with their coverage
+and import-path variables) and asks it for a worker over the socket ``FD`` (``AF_UNIX``, ``SOCK_SEQPACKET``): one
+JSON request ``{"handler", "paths", "env", "cwd"}`` with three descriptors (the worker's stdin, stdout and log),
+answered ``{"pid"}`` with the child's pidfd, through which the runner watches and kills it (the template reaps it).
+
+What a forked worker shares with the template, and why that is safe:
+- Only third-party modules are imported here (``PRELOAD``), never the function's code or the domain layer: a worker
+  imports its handler, its CodeUri folder and its layers itself, so a code change still reaches the next cold start.
+- The child gets the function's environment in full (``os.environ`` replaced, ``TZ`` re-read), its working folder and
+  its import path, exactly as ``python -m omnireel_local.lambda_worker`` would. Preloaded modules that read the
+  environment when imported are listed in ``IMPORT_TIME_ENV``: the runner keys templates on those values (the
+  runtime), and tests/integration/local/test_lambda_runner.py derives the module-level reads from the preloaded
+  modules' source, so a new one cannot slip past.
+- ``awscrt`` is unimportable here as in every worker (``lambda_worker.NOT_ON_LAMBDA``), before botocore is imported.
+- Single-threaded: the template forks from a process with no other thread. Python reseeds ``random`` in a child;
+  ``PYTHONHASHSEED`` is the one thing all of one template's workers share (Lambda gives each environment its own).
+- Coverage (tests): the template measures nothing it imports; with ``[tool.coverage.run] patch`` "fork" a child
+  restarts coverage.py with the template's settings and writes its own data file when it exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from .runtime_python import STACK_SYS_PATH, restrict_path
+
+# What every function imports before its own code (botocore's client machinery, boto3, Powertools' logger, metrics,
+# event handler and batch utilities, msgspec): measured with -X importtime over the functions' handlers.
+PRELOAD = (
+    "botocore.session",
+    "botocore.client",
+    "botocore.endpoint",
+    "botocore.parsers",
+    "botocore.serialize",
+    "botocore.credentials",
+    "botocore.httpsession",
+    "botocore.exceptions",
+    "boto3",
+    "boto3.session",
+    "msgspec",
+    "aws_lambda_powertools",
+    "aws_lambda_powertools.logging",
+    "aws_lambda_powertools.metrics",
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.utilities.batch",
+    "aws_lambda_powertools.utilities.data_classes",
+    "aws_lambda_powertools.utilities.typing",
+)
+# Environment variables the preloaded modules read at import (module level), so a worker sees the value they were
+# imported with: the runner starts the template with the values every worker of its runtime gets.
+IMPORT_TIME_ENV = ("AWS_EXECUTION_ENV", "AWS_LAMBDA_INITIALIZATION_TYPE", "BOTO_DISABLE_CRT")
+MAX_REQUEST_BYTES = 1 << 20
+REAP_INTERVAL_S = 0.5
+_TEMPLATE_PID = os.getpid()
+
+
+def preload() -> None:
+    from .lambda_worker import NOT_ON_LAMBDA
+
+    for name in NOT_ON_LAMBDA:
+        sys.modules[name] = None  # type: ignore[assignment]  # as in every worker: `import awscrt` fails
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def _reap() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def _serve(control: socket.socket) -> dict[str, Any] | None:
+    """Fork a worker per request until the runner goes away; in a child, return its request (the child's own path)."""
+    while True:
+        readable, _, _ = select.select([control, sys.stdin], [], [], REAP_INTERVAL_S)
+        _reap()
+        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 1):
+            return None  # the runner closed our stdin (or exited): stop; running workers live on
+        if control not in readable:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST_BYTES, 3)
+        except OSError:
+            return None
+        if not message:
+            return None
+        try:
+            request = json.loads(message)
+            if len(fds) != 3:
+                raise ValueError(f"expected 3 descriptors, got {len(fds)}")
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                request["fds"] = fds
+                return dict(request)
+            pidfd = os.pidfd_open(pid)
+            try:
+                socket.send_fds(control, [json.dumps({"pid": pid}).encode()], [pidfd])
+            finally:
+                os.close(pidfd)
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                control.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+        finally:
+            if os.getpid() == _TEMPLATE_PID:  # the child keeps them: its stdin, stdout and log
+                for fd in fds:
+                    os.close(fd)
+
+
+def _become_worker(request: dict[str, Any]) -> int:
+    """In the child: the worker's descriptors, environment, folder and import path, then ``lambda_worker.main``."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    stdin_fd, stdout_fd, log_fd = request["fds"]
+    for fd, target in ((stdin_fd, 0), (stdout_fd, 1), (log_fd, 2)):
+        os.dup2(fd, target)
+    for fd in {stdin_fd, stdout_fd, log_fd} - {0, 1, 2}:
+        os.close(fd)
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - the worker's input
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    sys.path[0] = request["cwd"]  # as `python -m` puts the working folder first
+    argv = ["--handler", request["handler"]]
+    for path in request["paths"]:
+        argv += ["--path", path]
+    sys.argv = ["omnireel_local.lambda_worker", *argv]
+    from . import lambda_worker
+
+    return lambda_worker.main(argv)
+
+
+def main() -> int:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    stack_path = os.environ.pop(STACK_SYS_PATH, None)  # another interpreter than the stack's: import from its path
+    if stack_path is not None:
+        sys.path[:] = restrict_path(sys.path, json.loads(stack_path))
+    preload()
+    request = _serve(control)
+    if request is None:
+        return 0
+    return _become_worker(request)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
