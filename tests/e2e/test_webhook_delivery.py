@@ -3,6 +3,11 @@ that trickles its answer is cut at the attempt's deadline (item 4); a host name 
 until it resolves (item 5); one record whose attempt cannot be recorded is retried alone, the record delivered in the
 same batch is not sent again (item 3). Receivers are `omnireel webhooks listen` or a trickling socket on loopback.
 
+Wait loops read the job in-process (``developer_door``: the developer's GET /jobs/{id}, which `omnireel status --json`
+prints), no process per poll; what a test asserts on is then read once through the CLI, as the developer reads it.
+Jobs whose only role is to produce a terminal event are submitted and cancelled in-process too (the developer's
+POST /jobs and DELETE /jobs/{id}, what `omnireel submit` and `omnireel cancel` send).
+
 Every event here is a real job's terminal event, published and recorded by the stack (issue 33: the webhook queue
 takes messages from the job-events topic only, and the function delivers only events the stack published); events
 that must share a batch are held in the queue (``deliveries_held``) and released together."""
@@ -23,8 +28,9 @@ import pytest
 
 from bench.localstack import consumer_paused
 from omnireel.aws.clients import _DEFAULT
+from tests.support.frontdoor import FrontDoorClient, developer_door
 from tests.support.receivers import hanging_receiver, recording_receiver
-from tests.support.stack import LocalStack
+from tests.support.stack import LocalStack, reconfigured
 
 from .helpers import aws_client, platform_faults, wait_for
 
@@ -32,6 +38,9 @@ pytestmark = pytest.mark.e2e
 
 BOUND_S = 120
 ATTEMPTS_PER_CALL = 1 + int(_DEFAULT.retries["max_attempts"])  # botocore's max_attempts counts the retries
+# WEBHOOK_ATTEMPT_DEADLINE_SECONDS for a test whose claim holds at any deadline (the template's is 10 s): set on the
+# delivery function for that test only (``reconfigured``), so the test does not wait out the production deadline.
+SHORT_DEADLINE_S = 3
 
 
 def _listener(stack: LocalStack, port: int):  # type: ignore[no-untyped-def]
@@ -55,6 +64,17 @@ def _terminal_delivery(stack: LocalStack, job_id: str) -> dict[str, Any]:
     job = json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
     deliveries = (job.get("webhook") or {}).get("deliveries") or {}
     return dict(next(iter(deliveries.values()), {}))
+
+
+def _polled_delivery(door: FrontDoorClient, job_id: str, event_type: str | None = "job.succeeded") -> dict[str, Any]:
+    """``_delivery`` (``event_type`` None: ``_terminal_delivery``) read in-process, from the GET /jobs/{id} that
+    `omnireel status --json` prints: for wait loops, with no process started per poll."""
+    reply = door.get_job(job_id)
+    assert reply.status == 200, reply.body
+    deliveries = (reply.json.get("webhook") or {}).get("deliveries") or {}
+    if event_type is None:
+        return dict(next(iter(deliveries.values()), {}))
+    return deliveries.get(event_type) or {}
 
 
 def _function_log(stack: LocalStack, function: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -90,7 +110,10 @@ def test_a_webhook_host_whose_dns_fails_for_a_while_gets_its_event_once_it_resol
         _stop(process)
         platform_faults(stack, {})
     assert got is not None, "the event never arrived once the name resolved"
-    state = wait_for(lambda: (s := _delivery(stack, job_id)).get("delivered_at") and s, 30, "the delivery state")
+    door = developer_door(stack.state())
+    wait_for(lambda: _polled_delivery(door, job_id).get("delivered_at"), 30, "the delivery state")
+    state = _delivery(stack, job_id)  # as the developer reads it
+    assert state["delivered_at"], state
     assert state["attempts"] == 3 and state["last_status"] == 204 and state["refused"] is False
     failures = [
         json.loads(line) for line in (stack.home / "fault-injection.log.jsonl").read_text().splitlines() if host in line
@@ -150,16 +173,23 @@ def trickling_receiver(every_s: float = 0.5) -> Iterator[dict[str, Any]]:
 
 
 def test_a_receiver_trickling_its_answer_is_cut_at_the_attempt_deadline(stack: LocalStack) -> None:
-    with trickling_receiver() as trickler:
+    """The claim holds at any deadline well above the trickle's 0.5 s (no single read waits long enough to time out;
+    only the attempt's one deadline ends it): run with SHORT_DEADLINE_S, not the template's 10 s."""
+    variables = {"WEBHOOK_ATTEMPT_DEADLINE_SECONDS": str(SHORT_DEADLINE_S)}
+    with reconfigured(stack, variables), trickling_receiver() as trickler:
         submitted = stack.cli(
             "submit", "a trickling receiver", "--webhook", f"http://127.0.0.1:{trickler['port']}/", "--json",
             check=True,
         )  # fmt: skip
         job_id = json.loads(submitted.stdout)["job_id"]
-        state = wait_for(lambda: (s := _delivery(stack, job_id)).get("last_error") and s, 90, "a recorded attempt")
+        door = developer_door(stack.state())
+        wait_for(lambda: _polled_delivery(door, job_id).get("last_error"), 90, "a recorded attempt")
         wait_for(lambda: trickler["closed"] >= 1, 30, "the delivery function to close the connection")
+        state = _delivery(stack, job_id)  # as the developer reads it
+    assert state["last_error"], state
     assert state["outcome"] == "unreachable" and state["delivered_at"] is None  # "deadline": the log says (issue 33)
-    # 10 s at a byte per 0.5 s: the attempt was cut after about 20 bytes of headers, not when the function timed out
+    # 3 s at a byte per 0.5 s: the attempt was cut after about 30 bytes of headers, not when the function timed out
+    # (its 30 s Timeout: about 85)
     first = trickler["connections"][0]["sent"]
     assert first < 80, f"the first attempt read {first} bytes"
     assert not _timed_out(stack)
@@ -174,7 +204,9 @@ def _timed_out(stack: LocalStack) -> list[str]:
 def test_a_batch_of_receivers_that_all_hang_ends_inside_the_function_timeout(stack: LocalStack) -> None:
     """Ten events in one batch (held in the queue, released together), every receiver hangs: the ten attempts run at
     once and are all cut at the 10 s deadline; no invocation reaches the function's Timeout (sequential attempts took
-    100 s against a 30 s Timeout before issue 25)."""
+    100 s against a 30 s Timeout before issue 25). The template's own deadline, concurrency and Timeout: their sizing
+    together is the claim, so nothing here is reconfigured."""
+    door = developer_door(stack.state())
     max_open = 0
     for _ in range(3):  # the ten must be one batch; if a poller's receive split them (rare), ten more jobs
         with hanging_receiver() as seen:
@@ -184,7 +216,7 @@ def test_a_batch_of_receivers_that_all_hang_ends_inside_the_function_timeout(sta
                 # their terminal events, which are the only deliveries to the receiver (issue 33: the delivery
                 # function delivers only events the stack published; nobody else may send to its queue).
                 for n in range(10):
-                    _submit_and_end(stack, f"hanging {n}", hook)
+                    _submit_and_end(door, f"hanging {n}", hook)
                 together = queued(10)
             if together:
                 wait_for(lambda seen=seen: seen["closed"] >= 10, 60, "the ten attempts to be ended by the function")
@@ -203,12 +235,13 @@ def _webhook_queue(stack: LocalStack) -> str:
     return urls[0]
 
 
-def _submit_and_end(stack: LocalStack, prompt: str, hook: str) -> str:
-    """A job whose webhook gets its terminal event, cancelled at once (if it finished first, its job.succeeded or
-    job.failed is its one event instead)."""
-    submitted = stack.cli("submit", prompt, "--webhook", hook, "--json", check=True)
-    job_id = str(json.loads(submitted.stdout)["job_id"])
-    stack.cli("cancel", job_id)
+def _submit_and_end(door: FrontDoorClient, prompt: str, hook: str) -> str:
+    """A job of the developer's whose webhook gets its terminal event, cancelled at once (if it finished first, its
+    job.succeeded or job.failed is its one event instead, and the DELETE's 409 is ignored, as before)."""
+    submitted = door.post_json({"prompt": prompt, "webhook": hook})
+    assert submitted.status == 202, submitted.body
+    job_id = str(submitted.json["job_id"])
+    door.request("DELETE", f"/jobs/{job_id}", b"", [])
     return job_id
 
 
@@ -247,13 +280,14 @@ def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: Local
     `webhooks listen` counted them before, through its printed lines: twice a run saw only the last of three POSTs
     that the delivery function's log shows answered 204 ("A was POSTed None times"), so the count, not the delivery,
     was what failed. The listener's own tests are in test_consumers.py."""
+    door = developer_door(stack.state())
     try:
         with recording_receiver() as seen:
             hook = f"http://127.0.0.1:{seen['port']}{seen['path']}"
             for _ in range(3):  # both records must be in one batch: held in the queue, released together
                 with deliveries_held(stack) as queued:
                     # two real jobs with a webhook, ended at once: their terminal events are published and recorded
-                    a, b = (_submit_and_end(stack, f"isolation {n}", hook) for n in ("A", "B"))
+                    a, b = (_submit_and_end(door, f"isolation {n}", hook) for n in ("A", "B"))
                     # only the delivery function's write of B's attempt (its UpdateExpression), as many times as
                     # botocore tries one call (the first attempt and its retries): the first recording fails, the next
                     # succeeds
@@ -262,7 +296,7 @@ def test_a_record_whose_attempt_cannot_be_recorded_is_retried_alone(stack: Local
                     together_in_queue = queued(2)
                 # B's second attempt is recorded after its own backoff (1 s locally); were the batch failed as a whole,
                 # both records would come back after the queue's visibility timeout instead (60 s before issue 25)
-                wait_for(lambda job=b: _terminal_delivery(stack, job).get("delivered_at"), 90, "B's retried attempt")
+                wait_for(lambda job=b: _polled_delivery(door, job, None).get("delivered_at"), 90, "B's retried attempt")
                 together = [
                     jobs
                     for _, jobs, line in _function_log(stack, "WebhookDelivery")

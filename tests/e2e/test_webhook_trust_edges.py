@@ -25,7 +25,7 @@ import pytest
 
 from omnireel_local.home import free_port
 from tests.support.frontdoor import FrontDoorClient, new_user
-from tests.support.stack import LocalStack
+from tests.support.stack import LocalStack, reconfigured
 
 from .helpers import aws_client, wait_for
 from .test_webhook_tenants import DELIVERY_TIMEOUT_S, SMALL_VIDEO, receivers
@@ -93,10 +93,16 @@ def _silent_port() -> Iterator[int]:
         listener.close()
 
 
+# WEBHOOK_ATTEMPT_DEADLINE_SECONDS while the silent port is tried (the template's is 10 s): the silent port's attempt
+# ends at the deadline, whatever it is; what the caller reads of it does not depend on its length.
+SILENT_DEADLINE_S = 2
+
+
 def test_a_closed_port_and_a_silent_one_read_the_same_in_the_job_view(stack: LocalStack) -> None:
     door = _door(stack)
     closed = free_port()
-    with _silent_port() as silent:
+    deadline = {"WEBHOOK_ATTEMPT_DEADLINE_SECONDS": str(SILENT_DEADLINE_S)}
+    with reconfigured(stack, deadline), _silent_port() as silent:
         jobs = {
             "closed": _submit(door, "a webhook at a closed port", f"http://127.0.0.1:{closed}/in"),
             "silent": _submit(door, "a webhook at a port that never answers", f"http://127.0.0.1:{silent}/in"),
