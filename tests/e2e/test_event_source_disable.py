@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bench.localstack import consumer_paused
+from tests.support.frontdoor import developer_door
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client, wait_for
@@ -30,7 +31,8 @@ def test_a_disabled_mapping_receives_nothing_until_it_is_enabled_again(stack: Lo
     try:
         with consumer_paused(functions, function) as mapping:
             assert functions.get_event_source_mapping(UUID=mapping["UUID"])["State"] == "Disabled"
-            job_id = _submit_and_end(stack, "held while the consumer is paused", f"http://127.0.0.1:{port}/paused")
+            door = developer_door(stack.state())
+            job_id = _submit_and_end(door, "held while the consumer is paused", f"http://127.0.0.1:{port}/paused")
 
             def visible() -> int:
                 names = ["ApproximateNumberOfMessages"]
