@@ -126,11 +126,14 @@ aws-cli: $(AWS_STAMP) ## create .venv-aws with the pinned AWS CLI (used by `omni
 
 envs: $(DEV_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(AWS_STAMP) $(NODE_STAMP) ## every environment `make test` needs, built in parallel
 
+# sam validate --lint and checkov run once per set of inputs (scripts/lint-once: skipped when the template, the state
+# machine, the transform and the pins are exactly those of their last pass; a clean checkout always runs them;
+# LINT_ONCE=0 forces them): ~25 CPU-s of every repeated `make test`.
 checkov: $(STAMP) $(CHECKOV_STAMP) ## checkov on the SAM-transformed template (waivers live in resource Metadata)
 	@echo "==> checkov (SAM-transformed template.yaml)"
-	@$(PY) scripts/checkov_template.py .aws-sam/checkov/template.json >/dev/null
-	@$(CHECKOV_VENV)/bin/checkov -f .aws-sam/checkov/template.json --framework cloudformation --skip-download \
-		--compact --quiet -o cli
+	@scripts/lint-once checkov bash -c '$(PY) scripts/checkov_template.py .aws-sam/checkov/template.json >/dev/null \
+		&& $(CHECKOV_VENV)/bin/checkov -f .aws-sam/checkov/template.json --framework cloudformation --skip-download \
+		--compact --quiet -o cli'
 
 $(NODE_STAMP): package.json package-lock.json
 	@echo "==> installing asl-validator (npm ci)"
@@ -139,7 +142,8 @@ $(NODE_STAMP): package.json package-lock.json
 
 validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) ## sam validate --lint and ASL validation
 	@echo "==> sam validate --lint"
-	@AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 $(SAM) validate --lint --template template.yaml
+	@scripts/lint-once sam-validate env AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 \
+		$(SAM) validate --lint --template template.yaml
 	@echo "==> asl-validator (statemachine/pipeline.asl.json with the template's substitutions)"
 	@$(PY) -m omnireel_template .aws-sam/asl >/dev/null
 	@npx --no-install asl-validator --json-path .aws-sam/asl/pipeline.asl.json
@@ -158,10 +162,11 @@ lint: $(DEV_STAMP) validate checkov ## ruff + mypy + sam validate --lint + ASL v
 # the measured seconds in tests/durations.json (`make test-durations` refreshes them; xdist's default order is by
 # number of tests, which left the long e2e files for the end). Every run writes its JUnit report to $(JUNIT_DIR)
 # (xunit1: each test names its file), which `make test-durations` reads.
-# One worker more than the cores: the e2e files spend a third of their time waiting on their stacks (machine busy 69 %
-# of a 2-worker run on 2 cores), so a third worker fills it. Measured on 2 cores, same code, one run each
-# (docs/benchmarks.md): 2 workers 9 min 24 s, 3 workers 7 min 59 s, 4 workers 7 min 35 s with the CPU saturated.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# Two workers more than the cores: the e2e files spend much of their time waiting on their stacks, so extra workers
+# fill the idle CPU. Measured on 2 cores (docs/benchmarks.md): at e5d6c1b 2 workers 9 min 24 s, 3 workers 7 min 59 s,
+# 4 workers 7 min 35 s with the CPU saturated; at 050648f (Lambda workers forked from a template, ~100 CPU-s less)
+# 3 workers 6 min 36 s, 4 workers 6 min 7 s.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 2 )))
 JUNIT_DIR := .aws-sam/junit
 JUNIT = -o junit_family=xunit1 --junitxml=$(JUNIT_DIR)/$(1).xml
 PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
