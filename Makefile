@@ -172,8 +172,9 @@ JUNIT = -o junit_family=xunit1 --junitxml=$(JUNIT_DIR)/$(1).xml
 PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # The scale lane (`make test-scale`, run by .ci/run after `make test`): the cases at scale, minutes each on 2 cores.
-# The fault suite (tests/reliability: its phases wait out Lambda timeouts, heartbeats and retry intervals on purpose),
-# and the batch limits' 1,000 maximum-length jobs and 10 MiB drop. `make test` keeps a boundary case at each of those
+# The fault suite (tests/reliability: its phases wait out Lambda timeouts, heartbeats and retry intervals on purpose;
+# its job phases, hostile consumers and batch faults are three files on three stacks, so the workers run them side by
+# side), and the batch limits' 1,000 maximum-length jobs and 10 MiB drop. `make test` keeps a boundary case at each of those
 # limits (tests/e2e/test_batch_boundaries.py: 40 maximum-length lines crossing SendMessageBatch's 1 MiB;
 # test_batch_uploads.py and the unit tests: the 6 MB request and the 10 MB upload). SCALE_PATHS are ignored by
 # `make test`, SCALE_TESTS (node ids) deselected; tests/unit/test_test_order.py checks that each still exists.
