@@ -104,6 +104,15 @@ class InvokeResult:
     duration_s: float = 0.0
 
 
+def _wait_or_kill(proc: Any, grace: float) -> None:
+    """Wait up to ``grace`` s for ``proc`` (a ``Popen`` or a ``_ForkedProcess``) to exit, then kill it."""
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 class _ForkedProcess:
     """A worker forked by a template (``lambda_zygote``), with the part of ``Popen``'s surface the runner uses. The
     template reaps it; the runner watches and signals it through its pidfd, so a reused pid is never signalled. Its
@@ -193,11 +202,7 @@ class _Template:
             if self.proc.stdin:
                 self.proc.stdin.close()
         self.socket.close()
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
+        _wait_or_kill(self.proc, grace)
         self.log_file.close()
 
 
@@ -265,11 +270,7 @@ class _Worker:
     def stop(self, grace: float = 2.0) -> None:
         if self.proc.poll() is None:
             self.close_input()
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+            _wait_or_kill(self.proc, grace)
         self.log_file.close()
 
 

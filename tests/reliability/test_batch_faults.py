@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.fault_suite import RunResult, run
+from bench.fault_suite import RunResult
 
-from .test_faults import JOBS_PER_PHASE, SEED
+from .parts import assert_no_violation, run_part
 
 # A hang only: the phase bounds itself. It took ~100 s alone and 285 s at load 19 on 2 cores (2026-12-04).
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability, pytest.mark.timeout(1200)]
@@ -16,14 +16,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.reliability, pytest.mark.timeout(1200
 
 @pytest.fixture(scope="module")
 def result() -> RunResult:
-    return run(JOBS_PER_PHASE, SEED, only={"batch_faults"}, phase_timeout_s=45, settle_s=3, log=lambda _: None,
-               hostile_batches=None)  # fmt: skip
+    return run_part(only={"batch_faults"}, hostile_batches=None)
 
 
 def test_the_run_has_no_violation(result: RunResult) -> None:
     assert result.batch_faults is not None and not result.jobs  # this file's part only
-    assert not result.unfinished, result.unfinished
-    assert not result.violations, "\n".join(f"{v['job_id']}: {v['kind']}: {v['detail']}" for v in result.violations)
+    assert_no_violation(result)
 
 
 def test_every_accepted_batch_completes_under_slow_dns_and_batch_submit_crashes(result: RunResult) -> None:

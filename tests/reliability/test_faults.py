@@ -13,29 +13,25 @@ from collections import Counter
 
 import pytest
 
-from bench.fault_suite import RunResult, run
+from bench.fault_suite import RunResult
 from bench.localstack import PROGRESS_EVENTS
+
+from .parts import JOBS_PER_PHASE, assert_no_violation, run_part
 
 # The phases bound themselves (a deadline each; a job still open at its phase's deadline fails the first test below),
 # so this outer limit only catches a hang. It is not a speed target: ~80 s alone on an idle 2-core machine, but under
 # `make test` on a loaded CI machine the same run took more than 240 s (2026-12-01), the old limit.
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability, pytest.mark.timeout(1200)]
 
-SEED = 3
-JOBS_PER_PHASE = 3
-
 
 @pytest.fixture(scope="module")
 def result() -> RunResult:
-    return run(JOBS_PER_PHASE, SEED, phase_timeout_s=45, settle_s=3, log=lambda _: None, hostile_batches=None,
-               batch_faults=False)  # fmt: skip
+    return run_part(hostile_batches=None, batch_faults=False)  # the job phases only
 
 
 def test_every_accepted_job_ends_in_exactly_one_terminal_event_that_matches_its_record(result: RunResult) -> None:
     assert len(result.jobs) >= 30
-    assert not result.unfinished, f"jobs without a terminal event by the phase deadline: {result.unfinished}"
-    violations = result.violations
-    assert not violations, "\n".join(f"{v['phase']} {v['job_id']}: {v['kind']}: {v['detail']}" for v in violations)
+    assert_no_violation(result)
 
 
 def test_every_fault_type_was_injected(result: RunResult) -> None:

@@ -6,24 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from bench.fault_suite import RunResult, run
+from bench.fault_suite import RunResult
 from bench.hostile_consumers import HostileResult
 
-from .test_faults import JOBS_PER_PHASE, SEED
+from .parts import assert_no_violation, run_part
 
 pytestmark = [pytest.mark.e2e, pytest.mark.reliability, pytest.mark.timeout(1200)]  # a hang only: see test_faults
 
 
 @pytest.fixture(scope="module")
 def result() -> RunResult:
-    return run(JOBS_PER_PHASE, SEED, only={"hostile_consumers"}, phase_timeout_s=45, settle_s=3, log=lambda _: None,
-               batch_faults=False)  # fmt: skip
+    return run_part(only={"hostile_consumers"}, batch_faults=False)
 
 
 def test_the_run_has_no_violation(result: RunResult) -> None:
     assert result.hostile is not None and not result.jobs  # this file's part only
-    assert not result.unfinished, result.unfinished
-    assert not result.violations, "\n".join(f"{v['job_id']}: {v['kind']}: {v['detail']}" for v in result.violations)
+    assert_no_violation(result)
 
 
 def _hostile(result: RunResult) -> HostileResult:
