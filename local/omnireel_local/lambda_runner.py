@@ -44,7 +44,7 @@ from typing import Any, BinaryIO
 from . import fault_injection, local_dns
 from .iam.identities import Credentials
 from .lambda_zygote import IMPORT_TIME_ENV
-from .runtime_python import STACK_SYS_PATH, coverage_environment, runtime_python
+from .runtime_python import COVERAGE_VARS, STACK_SYS_PATH, coverage_environment, runtime_python
 
 log = logging.getLogger("omnireel_local.lambda")
 
@@ -52,8 +52,11 @@ log = logging.getLogger("omnireel_local.lambda")
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 _START_TIMEOUT_S = 60.0
 _CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-# Passed on to a worker template (lambda_zygote) besides _PASSTHROUGH, coverage's and the preloads' variables.
-_TEMPLATE_ENV = (STACK_SYS_PATH, "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
+# What a worker template (lambda_zygote) is started with, of its workers' environment: the interpreter's settings,
+# coverage's variables, the import path and what the preloaded modules read at import.
+_TEMPLATE_INHERITS = frozenset(
+    (*_PASSTHROUGH, *COVERAGE_VARS, *IMPORT_TIME_ENV, STACK_SYS_PATH, "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
+)
 # OMNIREEL_LAMBDA_TEMPLATE=0: every cold start is a new interpreter (the way before lambda_zygote; for comparisons).
 TEMPLATE_SWITCH = "OMNIREEL_LAMBDA_TEMPLATE"
 
@@ -208,17 +211,26 @@ class _Template:
 
 class _Worker:
     def __init__(self, start: Callable[[BinaryIO], Any], log_path: Path, name: str):
-        """``start(log)``: the worker's process (``Popen``, or a ``_ForkedProcess``), its stderr going to ``log``."""
+        """``start(log)``: the worker's process (``Popen``, or a ``_ForkedProcess``), its stderr going to ``log``;
+        called by ``launch``, outside the runner's lock (a template's first fork waits for its imports)."""
         self.name = name
         self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the worker
-        self.proc = start(self.log_file)
+        self._start = start
+        self.proc: Any = None  # until launch()
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.ready = False
         self.invocations = 0
         self.signature = ""
         self.generation = 0
         self.expires_at: float | None = None  # when the worker's role session expires
-        threading.Thread(target=self._read, name=f"lambda-{name}-{self.proc.pid}", daemon=True).start()
+
+    def launch(self) -> None:
+        self.proc = self._start(self.log_file)
+        threading.Thread(target=self._read, name=f"lambda-{self.name}-{self.proc.pid}", daemon=True).start()
+
+    @property
+    def launched(self) -> bool:
+        return self.proc is not None
 
     @property
     def pid(self) -> int:
@@ -257,18 +269,18 @@ class _Worker:
             return False
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.launched and self.proc.poll() is None
 
     def close_input(self) -> None:
         """Ask the worker to exit (end of its input); ``stop`` then waits for it."""
         try:
-            if self.proc.stdin and not self.proc.stdin.closed:
+            if self.launched and self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()
         except OSError:
             pass
 
     def stop(self, grace: float = 2.0) -> None:
-        if self.proc.poll() is None:
+        if self.alive():
             self.close_input()
             _wait_or_kill(self.proc, grace)
         self.log_file.close()
@@ -353,7 +365,7 @@ class LambdaRunner:
 
     def pids(self) -> list[int]:
         with self._lock:
-            return [w.pid for pool in self._pools.values() for w in (*pool.idle, *pool.busy)]
+            return [w.pid for pool in self._pools.values() for w in (*pool.idle, *pool.busy) if w.launched]
 
     def template_pids(self) -> list[int]:
         with self._templates_lock:
@@ -545,11 +557,7 @@ class LambdaRunner:
     def _template(self, env: dict[str, str]) -> _Template | None:
         """The template for workers with ``env``: keyed on what it passes on (the interpreter's settings, coverage,
         the import path) and what its preloaded modules read at import (``lambda_zygote.IMPORT_TIME_ENV``)."""
-        inherited = {
-            k: v
-            for k, v in env.items()
-            if k in _PASSTHROUGH or k in IMPORT_TIME_ENV or k in _TEMPLATE_ENV or k in coverage_environment()
-        }
+        inherited = {k: v for k, v in env.items() if k in _TEMPLATE_INHERITS}
         key = json.dumps(sorted(inherited.items()))
         with self._templates_lock:
             if self._templates is None or self._closed:
@@ -636,6 +644,17 @@ class LambdaRunner:
                 self._lock.wait(timeout=remaining)
         for old in retired:
             old.stop(grace=self._exit_grace(2.0))
+        if cold:
+            try:
+                worker.launch()  # its slot is held: outside the lock, other invocations go on meanwhile
+            except BaseException:
+                with self._lock:
+                    current = self._pools.get(name)
+                    if current is not None:
+                        current.busy.discard(worker)
+                    self._lock.notify_all()
+                worker.log_file.close()
+                raise
         return worker, cold
 
     def _release(self, name: str, worker: _Worker, keep: bool) -> None:

@@ -30,7 +30,6 @@ import importlib
 import json
 import os
 import select
-import signal
 import socket
 import sys
 import time
@@ -123,7 +122,6 @@ def _serve(control: socket.socket) -> dict[str, Any] | None:
 
 def _become_worker(request: dict[str, Any]) -> int:
     """In the child: the worker's descriptors, environment, folder and import path, then ``lambda_worker.main``."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     stdin_fd, stdout_fd, log_fd = request["fds"]
     for fd, target in ((stdin_fd, 0), (stdout_fd, 1), (log_fd, 2)):
         os.dup2(fd, target)

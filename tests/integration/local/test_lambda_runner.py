@@ -388,3 +388,35 @@ for name in sorted(set(sys.modules) - before):
         out.setdefault(str(value), []).append(name)
 print(json.dumps(out))
 """
+
+
+def test_a_slow_cold_start_holds_up_no_other_invocation(templated, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process is started outside the runner's lock: while one function's cold start waits (a template's first fork
+    waits for its imports), a warm invocation of another function is served."""
+    import threading
+
+    runner, code = templated
+    runner.register("other", FunctionCode(code))
+    _probe(runner)  # "probe" is warm
+    entered, release = threading.Event(), threading.Event()
+    original = lambda_runner._Template.fork
+
+    def slow_fork(self: object, *args: object, **kwargs: object) -> object:
+        entered.set()
+        release.wait(30)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lambda_runner._Template, "fork", slow_fork)
+    cold = threading.Thread(target=invoke, args=(runner, {}), kwargs={"name": "other"}, daemon=True)
+    cold.start()
+    try:
+        assert entered.wait(10), "the cold start never reached the template"
+        warm: list[tuple[bool, dict]] = []
+        served = threading.Thread(target=lambda: warm.append(_probe(runner)), daemon=True)
+        served.start()
+        served.join(10)
+        assert warm and warm[0][0] is False, "the warm invocation waited for another function's cold start"
+    finally:
+        release.set()
+        cold.join(30)
+    assert not cold.is_alive()
