@@ -139,21 +139,26 @@ class Gate:
 
     def dispatch(self, kind: Kind) -> int:
         """Grant free slots to waiting jobs, fairly (see the module docstring); return how many were granted."""
+        return self._dispatch(kind)[0]
+
+    def _dispatch(self, kind: Kind) -> tuple[int, Pool | None]:
+        """``dispatch``, and the pool as read after its last grant."""
         granted = 0
+        pool = None
         for _ in range(_MAX_GRANTS_PER_DISPATCH):
             pool = self.store.pool(kind)
             if pool is None or pool.free <= 0 or pool.waiting <= 0:
-                return granted
+                return granted, pool
             entry = self._next_entry(pool)
             if entry is None:  # the counts drifted from the items (a crash between them): heal re-counts
                 logger.warning("admission counts and entries disagree", extra={"kind": kind, "waiting": pool.waiting})
-                return granted
+                return granted, pool
             if not self.store.grant(entry, iso(now())):
                 continue  # raced with another dispatcher or a cancel: look again
             if not self._answer(entry.job_id, kind, entry.task_token):
                 continue  # an ended job's slot went back: look again
             granted += 1
-        return granted
+        return granted, self.store.pool(kind)
 
     # ------------------------------------------------------------ releases
     def release(self, job_id: str, kind: Kind) -> bool:
@@ -208,11 +213,17 @@ class Gate:
 
     # ------------------------------------------------------------ healing
     def heal(self, *, workflow: Workflow, metrics: AdmissionMetrics | None = None) -> dict[str, Any]:
-        """The healing schedule's run (see the module docstring); returns what it repaired, per kind."""
+        """The healing schedule's run (see the module docstring); returns what it repaired, per kind.
+
+        It runs every minute on every stack, mostly with nothing to repair: an idle pool costs five calls
+        (DescribeEndpoint, the capacity's write, the two item queries, dispatch's read). The items are read again
+        only when the run changed them, the counts written only when they differ from the items."""
         report: dict[str, Any] = {}
         pools: list[Pool] = []
         oldest: dict[str, float] = {}  # kind -> seconds the oldest waiting job has waited
         for kind in self.pools:
+            # The pool is read (the capacity's write returns it) before its items: a recount conditioned on it is
+            # refused if a grant, a release or an enqueue changed the items since.
             pool = self.refresh(kind)
             holders = self.store.holders(kind)
             released = resumed = 0
@@ -226,18 +237,23 @@ class Gate:
             for entry in entries:
                 if not self._alive(entry.job_id, workflow, grace_from=entry.enqueued_at):
                     dropped += self.store.remove(kind, entry.sk, entry.caller_key)
-            pool = self.store.pool(kind) or pool
-            live_entries = self.store.entries(kind)
+            if released or dropped:  # this run changed the items: the pool, then the items, again
+                pool = self.store.pool(kind) or pool
+                entries = self.store.entries(kind)
+                holders = self.store.holders(kind)
             queued: dict[str, int] = {}
-            for entry in live_entries:
+            for entry in entries:
                 queued[entry.caller_key] = queued.get(entry.caller_key, 0) + 1
             cutoff = iso(now() - timedelta(seconds=SERVED_MEMORY_S))
             served = {k: v for k, v in pool.served.items() if k in queued or v >= cutoff}
-            recounted = self.store.recount(
-                pool, in_use=len(self.store.holders(kind)), waiting=len(live_entries), queued=queued, served=served
+            drifted = (pool.in_use, pool.waiting, pool.queued, pool.served) != (
+                len(holders), len(entries), queued, served
+            )  # fmt: skip
+            recounted = drifted and self.store.recount(
+                pool, in_use=len(holders), waiting=len(entries), queued=queued, served=served
             )
-            granted = self.dispatch(kind)
-            pool = self.store.pool(kind) or pool
+            granted, last_read = self._dispatch(kind)
+            pool = last_read or pool
             pools.append(pool)
             still_waiting = self.store.entries(kind) if pool.waiting else []
             oldest[kind] = max(((now() - parse_time(e.enqueued_at)).total_seconds() for e in still_waiting), default=0)
