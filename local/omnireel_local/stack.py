@@ -142,9 +142,8 @@ class Stack:
         self.emulator_python = emulator_python()
 
         self.phase("starting the local AWS (moto)")
-        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-
         from . import fault_injection, patches
+        from .aws_server import AwsServer
         from .iam import identities
         from .lambda_runner import FunctionCode, LambdaRunner
         from .sagemaker_hosting import SageMakerHosting
@@ -162,7 +161,7 @@ class Stack:
         )
 
         fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self.server = AwsServer("127.0.0.1", self.moto_port)
         self.server.start()
         self.http.post(
             f"{self.moto_endpoint}/moto-api/config", json={"stepfunctions": {"execute_state_machine": True}}, timeout=10

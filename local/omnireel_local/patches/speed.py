@@ -41,6 +41,14 @@ def install_sqs_send_attributes(ctx: Context) -> None:
     patch_sqs_send_attributes()
 
 
+def install_account_lookup(ctx: Context) -> None:
+    patch_account_lookup()
+
+
+def install_action_names(ctx: Context) -> None:
+    patch_action_names()
+
+
 _DISPATCH_CACHE_MAX = 4096  # distinct hosts (virtual-hosted S3 buckets each have one): far more than a stack uses
 
 
@@ -311,6 +319,55 @@ def patch_program_cache(set_attribute: Callable[[Any, str, Any], None] = setattr
     set_attribute(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
 
 
+def patch_account_lookup(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 31 (see ``apply``): the account of an access key is looked up in the IAM partitions that exist.
+
+    moto's ``get_account_id_from`` reads ``account[partition]`` for every partition (aws, aws-cn, aws-us-gov, the ISO
+    ones), and reading one creates it: an ``IAMBackend``, which with ``MOTO_IAM_LOAD_MANAGED_POLICIES`` (the stack's
+    setting) builds ~1,300 AWS managed policies. An access key can only be in a partition whose backend created it,
+    so the partitions not created yet are skipped, and none is created by a lookup."""
+    import moto.iam.models as iam_models
+
+    from ..iam.authorizer import key_account
+
+    original = iam_models.get_account_id_from
+    if getattr(original, "omnireel_existing_only", False):
+        return
+
+    def get_account_id_from(access_key: str) -> str:
+        return key_account(access_key, iam_models.DEFAULT_ACCOUNT_ID)
+
+    get_account_id_from.omnireel_existing_only = True  # type: ignore[attr-defined]
+    set_attribute(iam_models, "get_account_id_from", get_account_id_from)
+
+
+def patch_action_names(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 32 (see ``apply``): a response class's action names are listed once, not at every request.
+
+    ``BaseResponse.call_action`` runs ``inspect.getmembers`` over the service's response class (hundreds of
+    attributes, sorted) on every request to find the action's method. The list is kept per class and made again when
+    a class in its MRO gains or loses an attribute (a patch adding a method); replacing a method changes no name."""
+    import moto.core.responses as responses
+
+    original = responses.method_names_from_class
+    if getattr(original, "omnireel_cached", False):
+        return
+    cache: dict[type, tuple[tuple[int, ...], frozenset[str]]] = {}
+
+    def shape(clazz: Any) -> tuple[int, ...]:
+        return tuple(len(vars(base)) for base in clazz.__mro__)
+
+    def method_names_from_class(clazz: Any) -> frozenset[str]:
+        found = cache.get(clazz)
+        if found is None or found[0] != shape(clazz):
+            names = frozenset(original(clazz))
+            found = cache[clazz] = (shape(clazz), names)  # after listing: reading annotations adds __annotations__
+        return found[1]
+
+    method_names_from_class.omnireel_cached = True  # type: ignore[attr-defined]
+    set_attribute(responses, "method_names_from_class", method_names_from_class)
+
+
 def fix_heap_keys(program: Any) -> int:
     """Create the lazy ``heap_key`` of every evaluation component reachable from ``program``; returns how many."""
     from moto.stepfunctions.parser.asl.component.component import Component
@@ -404,5 +461,24 @@ CARDS = [
         test="tests/unit/local/test_sqs_send_attributes.py::test_a_send_does_not_walk_the_queue_and_the_counts_stay_right",
         upstream=SPEED,
         installs=install_sqs_send_attributes,
+    ),
+    Patch(
+        "31",
+        "An access key's account looked up in the IAM partitions that exist",
+        aws="(Same account.)",
+        moto="The lookup reads every partition's IAM backend, which creates the five not in use, each building ~1,300 "
+        "AWS managed policies: ~1.5 s of CPU at every stack's first requests.",
+        test="tests/unit/local/test_speed_lookups.py::test_a_key_s_account_is_found_without_creating_a_partition",
+        upstream=SPEED,
+        installs=install_account_lookup,
+    ),
+    Patch(
+        "32",
+        "A response class's action names listed once",
+        aws="(Same dispatch.)",
+        moto="inspect.getmembers over the service's response class on every request: ~4 % of the stack's CPU.",
+        test="tests/unit/local/test_speed_lookups.py::test_action_names_are_listed_once_per_class_and_follow_a_new_method",
+        upstream=SPEED,
+        installs=install_action_names,
     ),
 ]

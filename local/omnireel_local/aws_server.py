@@ -1,0 +1,146 @@
+"""The local AWS's HTTP endpoint: moto's WSGI application behind a threaded HTTP/1.1 server whose connections stay
+open between requests, as AWS's endpoints' do.
+
+moto's ``ThreadedMotoServer`` runs werkzeug's development server, which answers every request with
+``Connection: close``: each AWS call of every Lambda worker, test and CLI opened a new TCP connection, the server
+started a thread for it (``Thread.start`` alone was ~10 % of the stack process's CPU in a profiled ``make test``), and
+the thread then waited 10 ms for stray request bytes before closing. Here a connection serves one request after
+another until its client closes it, asks to close it, or leaves it idle for ``IDLE_TIMEOUT_S``:
+- the request body is read before the application runs (``Content-Length`` bytes, or a chunked body to its end) and
+  handed to it in memory, so whatever the application reads or leaves, the next request starts where it should;
+- the answer is buffered and sent with its ``Content-Length`` (moto builds its answers in memory anyway); a HEAD answer
+  keeps the length the application gave and has no body;
+- an HTTP/1.0 request, a client's ``Connection: close``, a chunked request body (trailers would be left unread) or an
+  application error closes the connection after the answer.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+from typing import Any
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import BaseWSGIServer, make_server
+
+log = logging.getLogger("omnireel_local.aws_server")
+
+IDLE_TIMEOUT_S = 300  # a kept-alive connection with no request for this long is closed (its thread ends)
+_NO_BODY_STATUS = frozenset({204, 304})
+_CHUNK = 1 << 16
+
+
+class KeepAliveHandler(MotoRequestHandler):
+    """moto's request handler (its header handling) with the request/answer cycle above instead of werkzeug's."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT_S  # socketserver sets it on the connection: an idle client cannot hold a thread for ever
+    # The status line and headers, then the body: with Nagle's algorithm the body waited for the client's delayed ACK
+    # (Linux: up to 40 ms) on every answer of a kept-alive connection (as the front door, api_gateway.py).
+    disable_nagle_algorithm = True
+
+    def run_wsgi(self) -> None:
+        if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.wfile.flush()
+        self.environ = environ = self.make_environ()
+        keep = self.request_version == "HTTP/1.1" and "close" not in self.headers.get("Connection", "").lower()
+        if environ.get("wsgi.input_terminated"):  # chunked: read through werkzeug's de-chunking to its last chunk
+            body = environ["wsgi.input"].read()
+            keep = False
+        else:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = _read_exactly(self.rfile, length)
+            if len(body) < length:  # the client went away mid-body
+                self.close_connection = True
+                return
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ.pop("wsgi.input_terminated", None)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        answer: dict[str, Any] = {}
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if exc_info and answer:
+                raise exc_info[1].with_traceback(exc_info[2])
+            answer["status"], answer["headers"] = status, headers
+            return lambda data: chunks.append(data)
+
+        chunks: list[bytes] = []
+        try:
+            result = self.server.app(environ, start_response)
+            try:
+                chunks.extend(result)
+            finally:
+                if hasattr(result, "close"):
+                    result.close()
+        except Exception:  # as werkzeug: log it, answer 500, and (here) close the connection
+            if self.server.passthrough_errors:
+                raise
+            log.exception("error on request %s %s", self.command, self.path)
+            answer = {"status": "500 INTERNAL SERVER ERROR", "headers": [("Content-Type", "text/plain")]}
+            chunks = [b"Internal Server Error"]
+            keep = False
+        self._answer(answer["status"], answer["headers"], b"".join(chunks), keep)
+
+    def _answer(self, status: str, headers: list[tuple[str, str]], data: bytes, keep: bool) -> None:
+        code_text, _, message = status.partition(" ")
+        code = int(code_text)
+        self.send_response(code, message)
+        given_length = None
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered == "content-length":
+                given_length = value
+            elif lowered not in ("connection", "transfer-encoding", "keep-alive"):
+                self.send_header(name, value)
+        has_body = self.command != "HEAD" and code not in _NO_BODY_STATUS and code >= 200
+        if has_body:
+            self.send_header("Content-Length", str(len(data)))
+        elif given_length is not None and self.command == "HEAD":
+            self.send_header("Content-Length", given_length)
+        if not keep:
+            self.send_header("Connection", "close")  # also sets close_connection
+        self.end_headers()
+        if has_body and data:
+            self.wfile.write(data)
+        self.wfile.flush()
+
+
+def _read_exactly(stream: Any, length: int) -> bytes:
+    parts: list[bytes] = []
+    left = length
+    while left > 0:
+        part = stream.read(min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+class AwsServer:
+    """moto's application on ``host:port`` in a thread (``ThreadedMotoServer``'s interface: start, stop)."""
+
+    def __init__(self, host: str, port: int):
+        self._host, self._port = host, port
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server(self._host, self._port, app, threaded=True, request_handler=KeepAliveHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-aws", daemon=True)
+        self._thread.start()
+
+    def get_host_and_port(self) -> tuple[str, int]:
+        assert self._server is not None, "start() first"
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
