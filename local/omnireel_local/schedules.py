@@ -11,10 +11,12 @@ template parameter cannot make it shorter), and a one-minute wait would make eve
 minute lasts ``LOCAL_SECONDS_PER_MINUTE`` seconds here, as ``provision.LOCAL_PARAMETERS`` turn hour-long timeouts into
 minutes. ``cron(...)`` rules are not run locally (logged at startup).
 
-Two seconds, not one: the ticks are not free. The admission healer's run is a dozen AWS calls per pool (each signed,
-authorised and served by the local AWS), so an idle stack spent about a sixth of a core on its schedules at one second
-a minute (measured 2026-12-05: 10 CPU-s a minute, server and Lambda workers), on a laptop as in every test stack; two
-seconds halve that and add at most a second to a healing (its grace is 10 s locally) and five to a safety-net sweep.
+Two seconds, not one: the ticks are not free. The admission healer's run was then a dozen AWS calls per pool (each
+signed, authorised and served by the local AWS), so an idle stack spent about a sixth of a core on its schedules at
+one second a minute (measured 2026-12-05: 10 CPU-s a minute, server and Lambda workers), on a laptop as in every test
+stack; two seconds halve that and add at most a second to a healing (its grace is 10 s locally) and five to a
+safety-net sweep. Since, an idle pool's healing costs five calls and the local AWS keeps its connections open: an idle
+stack uses ~2.2 CPU-s a minute (4 % of a core).
 
 Because a local minute lasts seconds, a run that lasts longer than it would overlap the next ones, which on AWS come a
 real minute apart: a tick whose previous invocation of the same target has not ended yet is skipped (logged at debug
