@@ -216,14 +216,13 @@ class Gate:
         """The healing schedule's run (see the module docstring); returns what it repaired, per kind.
 
         It runs every minute on every stack, mostly with nothing to repair: an idle pool costs five calls
-        (DescribeEndpoint, the capacity's write, the two item queries, dispatch's read). The items are read again
-        only when the run changed them, the counts written only when they differ from the items."""
+        (DescribeEndpoint, the capacity's write, the two item queries, dispatch's read). Only when the run changed
+        the items, or they disagree with the counts, are the pool and the items read again and the counts written."""
         report: dict[str, Any] = {}
         pools: list[Pool] = []
         oldest: dict[str, float] = {}  # kind -> seconds the oldest waiting job has waited
         for kind in self.pools:
-            # The pool is read (the capacity's write returns it) before its items: a recount conditioned on it is
-            # refused if a grant, a release or an enqueue changed the items since.
+            # These first reads only decide whether anything needs doing (the capacity's write returns the pool).
             pool = self.refresh(kind)
             holders = self.store.holders(kind)
             released = resumed = 0
@@ -237,21 +236,20 @@ class Gate:
             for entry in entries:
                 if not self._alive(entry.job_id, workflow, grace_from=entry.enqueued_at):
                     dropped += self.store.remove(kind, entry.sk, entry.caller_key)
-            if released or dropped:  # this run changed the items: the pool, then the items, again
+            recounted = False
+            if released or dropped or self._drifted(pool, holders, entries):
+                # Counted again from a fresh read: the pool, then the items at once, then the conditional write.
+                # The recount must follow its reads closely: a release and a fast-path grant between the holders'
+                # read and the write leave the pool's counts as read (the condition holds) while the read missed
+                # the new holder, and the write would undercount the slots in use.
                 pool = self.store.pool(kind) or pool
                 entries = self.store.entries(kind)
                 holders = self.store.holders(kind)
-            queued: dict[str, int] = {}
-            for entry in entries:
-                queued[entry.caller_key] = queued.get(entry.caller_key, 0) + 1
-            cutoff = iso(now() - timedelta(seconds=SERVED_MEMORY_S))
-            served = {k: v for k, v in pool.served.items() if k in queued or v >= cutoff}
-            drifted = (pool.in_use, pool.waiting, pool.queued, pool.served) != (
-                len(holders), len(entries), queued, served
-            )  # fmt: skip
-            recounted = drifted and self.store.recount(
-                pool, in_use=len(holders), waiting=len(entries), queued=queued, served=served
-            )
+                if self._drifted(pool, holders, entries):
+                    queued, served = self._counts(pool, entries)
+                    recounted = self.store.recount(
+                        pool, in_use=len(holders), waiting=len(entries), queued=queued, served=served
+                    )
             granted, last_read = self._dispatch(kind)
             pool = last_read or pool
             pools.append(pool)
@@ -271,6 +269,19 @@ class Gate:
         if metrics is not None:
             metrics.publish(pools, oldest)
         return report
+
+    @staticmethod
+    def _counts(pool: Pool, entries: list[WaitingEntry]) -> tuple[dict[str, int], dict[str, str]]:
+        """The per-caller maps the items say: waiting entries per caller, and the turns still remembered."""
+        queued: dict[str, int] = {}
+        for entry in entries:
+            queued[entry.caller_key] = queued.get(entry.caller_key, 0) + 1
+        cutoff = iso(now() - timedelta(seconds=SERVED_MEMORY_S))
+        return queued, {k: v for k, v in pool.served.items() if k in queued or v >= cutoff}
+
+    def _drifted(self, pool: Pool, holders: list[Holder], entries: list[WaitingEntry]) -> bool:
+        queued, served = self._counts(pool, entries)
+        return (pool.in_use, pool.waiting, pool.queued, pool.served) != (len(holders), len(entries), queued, served)
 
     def refresh(self, kind: Kind) -> Pool:
         """Capacity from the endpoint's instances in service (DescribeEndpoint) x per-instance concurrency."""
