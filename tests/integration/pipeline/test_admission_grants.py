@@ -335,3 +335,41 @@ def test_a_grant_the_wait_took_at_once_keeps_its_token_for_the_healer(stores):
     assert gate.wait(job_id, "image", token) == "granted"
     (held,) = store.holders("image")
     assert held.task_token == token
+
+
+def test_a_release_and_a_grant_around_the_healer_s_reads_never_undercount_the_slots(stores):
+    """The healer counts a pool's slots from its items and writes the counts only if the pool is as it read it. A
+    release just before its holders' read and a fast-path grant just after leave the pool's counts as read, so the
+    condition holds while the read missed the new holder: counted from that read, in_use went 1 -> 0 with a job on the
+    slot, and the next job got the slot too (a clean-clone CI run saw two image calls at once in
+    test_admission_faults). A recount reads the pool and the items again right before its write."""
+    from omnireel.aws.admission_store import POOL_SK, pool_pk
+
+    jobs, store = stores
+    gate = _one_slot_gate(jobs, store, Callbacks(), grace_s=3600)
+    gate.refresh("image")
+    first, second, third = _job(jobs, "caller-a"), _job(jobs, "caller-b"), _job(jobs, "caller-c")
+    assert gate.acquire(first, "image")
+    # A turn older than the healer's memory in the pool's map: the counts disagree with the items, so the run recounts.
+    store._ddb.update_item(
+        TableName=store._name, Key=store._key(pool_pk("image"), POOL_SK),
+        UpdateExpression="SET served.#c = :t", ExpressionAttributeNames={"#c": "caller-z"},
+        ExpressionAttributeValues={":t": {"S": "2000-01-01T00:00:00.000Z"}},
+    )  # fmt: skip
+    holders, raced = store.holders, []
+
+    def holders_around_a_release_and_a_grant(kind):
+        if raced:
+            return holders(kind)
+        raced.append(kind)
+        assert store.release("image", first)  # just before the read
+        read = holders(kind)
+        assert gate.acquire(second, "image")  # just after it: the fast path (nobody waits)
+        return read
+
+    store.holders = holders_around_a_release_and_a_grant
+    gate.heal(workflow=_Running())  # type: ignore[arg-type]
+    store.holders = holders
+    assert raced
+    assert store.pool("image").in_use == 1 and [h.job_id for h in store.holders("image")] == [second]
+    assert not gate.acquire(third, "image"), "the slot second holds was granted again"
