@@ -28,7 +28,6 @@ log = logging.getLogger("omnireel_local.aws_server")
 
 IDLE_TIMEOUT_S = 300  # a kept-alive connection with no request for this long is closed (its thread ends)
 _NO_BODY_STATUS = frozenset({204, 304})
-_CHUNK = 1 << 16
 
 
 class KeepAliveHandler(MotoRequestHandler):
@@ -51,7 +50,7 @@ class KeepAliveHandler(MotoRequestHandler):
             keep = False
         else:
             length = int(environ.get("CONTENT_LENGTH") or 0)
-            body = _read_exactly(self.rfile, length)
+            body = self.rfile.read(length) if length else b""  # buffered: blocks for all of it, or the end
             if len(body) < length:  # the client went away mid-body
                 self.close_connection = True
                 return
@@ -105,18 +104,6 @@ class KeepAliveHandler(MotoRequestHandler):
         if has_body and data:
             self.wfile.write(data)
         self.wfile.flush()
-
-
-def _read_exactly(stream: Any, length: int) -> bytes:
-    parts: list[bytes] = []
-    left = length
-    while left > 0:
-        part = stream.read(min(left, _CHUNK))
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
 
 
 class AwsServer:

@@ -93,9 +93,9 @@ def share_models(services: tuple[str, ...]) -> Any:
     import botocore.loaders
     import botocore.session
 
-    default_path = botocore.session.get_session().get_config_variable("data_path")
-    loader = botocore.loaders.create_loader(default_path)
     session = botocore.session.get_session()
+    default_path = session.get_config_variable("data_path")
+    loader = botocore.loaders.create_loader(default_path)
     session.register_component("data_loader", loader)
     for service in services:  # a client made once loads its model, endpoint rules, partitions and retry rules
         session.create_client(service, region_name="us-east-1", endpoint_url="http://127.0.0.1:9",

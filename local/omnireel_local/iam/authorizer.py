@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from botocore.credentials import Credentials
 
@@ -56,55 +57,60 @@ class Refused(Exception):
         self.status = status
 
 
-def key_account(access_key: str, default: str) -> str:
-    """The account whose IAM holds ``access_key``, else ``default``: moto's ``get_account_id_from``, reading only the
-    partitions that exist (moto's indexes every partition, which creates its IAM backend; moto patch 31)."""
+def _held_key(access_key: str) -> tuple[str, str, Any, Any] | None:
+    """``(account id, partition, IAM backend, moto's key)`` of the IAM that holds ``access_key``, looked up in the
+    partitions that exist only (indexing moto's backends by partition would create one)."""
     from moto.iam.models import iam_backends
 
     for account_id, account in list(iam_backends.items()):
         for partition in list(account.keys()):
-            if access_key in account[partition].access_keys:
-                return account_id
-    return default
+            backend = account[partition]
+            key = backend.access_keys.get(access_key)
+            if key is not None:
+                return account_id, partition, backend, key
+    return None
+
+
+def key_account(access_key: str, default: str) -> str:
+    """The account whose IAM holds ``access_key``, else ``default``: moto's ``get_account_id_from`` without creating
+    the partitions nobody uses (moto patch 31)."""
+    held = _held_key(access_key)
+    return held[0] if held is not None else default
 
 
 def lookup(access_key: str, session_token: str | None) -> Principal:
     """The IAM user or assumed-role session that owns ``access_key`` in the local AWS (moto's backends), found once:
     the key's secret, the id the front door reports and moto's view of the key that the decision reads all come from
     this one lookup."""
-    from moto.iam.models import iam_backends
     from moto.sts.models import sts_backends
 
-    for account_id, account in list(iam_backends.items()):
-        for partition in ("aws", "aws-cn", "aws-us-gov"):
-            backend = account.get(partition)  # only the partitions that exist (indexing would create one)
-            key = backend.access_keys.get(access_key) if backend is not None else None
-            if key is None:
-                continue
-            if key.status != "Active":
-                raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
-            secret = key.secret_access_key
-            if key.user_name:  # a long-term key of an IAM user
-                if session_token is not None:
-                    raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
-                user = backend.get_user(key.user_name)
-                view = decision.found_key(account_id, partition, access_key, secret, user_name=user.name)
-                return Principal(user.arn, account_id, access_key=access_key, user_id=user.id, secret_key=secret,
-                                 key=view)  # fmt: skip
-            session = sts_backends[account_id][partition].get_assumed_role_from_access_key(access_key)
-            if session is None or session_token != session.session_token:
-                raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
-            if session.expiration.replace(tzinfo=UTC) <= datetime.now(UTC):
-                raise Refused(EXPIRED_TOKEN, "ExpiredTokenException")
-            role_id = getattr(session, "role_id", None)  # patches.iam_ids: the role's id when it was assumed
-            try:
-                gone = role_id is None or backend.get_role_by_arn(arn=session.role_arn).id != role_id
-            except Exception:  # noqa: BLE001 - moto's NoSuchEntity: the role is gone
-                gone = True
-            view = decision.found_key(account_id, partition, access_key, secret, session=session)
-            return Principal(session.arn, account_id, access_key=access_key, user_id=session.user_id,
-                             secret_key=secret, session_token=session_token, role_gone=gone, key=view)  # fmt: skip
-    raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+    held = _held_key(access_key)
+    if held is None:
+        raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+    account_id, partition, backend, key = held
+    if key.status != "Active":
+        raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+    secret = key.secret_access_key
+    if key.user_name:  # a long-term key of an IAM user
+        if session_token is not None:
+            raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+        user = backend.get_user(key.user_name)
+        view = decision.found_key(account_id, partition, access_key, secret, user_name=user.name)
+        return Principal(user.arn, account_id, access_key=access_key, user_id=user.id, secret_key=secret,
+                         key=view)  # fmt: skip
+    session = sts_backends[account_id][partition].get_assumed_role_from_access_key(access_key)
+    if session is None or session_token != session.session_token:
+        raise Refused(INVALID_TOKEN, "UnrecognizedClientException")
+    if session.expiration.replace(tzinfo=UTC) <= datetime.now(UTC):
+        raise Refused(EXPIRED_TOKEN, "ExpiredTokenException")
+    role_id = getattr(session, "role_id", None)  # patches.iam_ids: the role's id when it was assumed
+    try:
+        gone = role_id is None or backend.get_role_by_arn(arn=session.role_arn).id != role_id
+    except Exception:  # noqa: BLE001 - moto's NoSuchEntity: the role is gone
+        gone = True
+    view = decision.found_key(account_id, partition, access_key, secret, session=session)
+    return Principal(session.arn, account_id, access_key=access_key, user_id=session.user_id,
+                     secret_key=secret, session_token=session_token, role_gone=gone, key=view)  # fmt: skip
 
 
 def authorize(*, method: str, target: str, headers: list[tuple[str, str]], body: bytes, region: str,
