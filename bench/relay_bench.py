@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import statistics
 import struct
 import subprocess
@@ -30,18 +29,13 @@ sys.path.insert(0, str(REPO / "relay"))
 
 from websockets.asyncio.client import connect  # noqa: E402
 
+from omnireel_local.home import free_port as _free_port  # noqa: E402
 from tests.support.relay.fake_tts_upstream import FakeTTS  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 CONFIG = json.dumps({"type": "session.config", "voice": "Vivian", "response_format": "pcm", "stream_audio": True})
 CHUNK_SAMPLES = 2400  # 100 ms of 24 kHz PCM16 per chunk
 CHUNK_SECONDS = CHUNK_SAMPLES / 24000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pct(values: list[float], q: float) -> float:

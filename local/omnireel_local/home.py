@@ -64,9 +64,22 @@ def write_state(state: dict[str, Any], base: Path | None = None) -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A free TCP port on ``host``, reserved until a server binds it (for up to TIME_WAIT's 60 s).
+
+    A port that was merely bound and closed goes straight back to the kernel's pool: another process's ``bind(0)``
+    (a parallel test's stack choosing its ports) gets it in the seconds before our server starts, and that server
+    dies with "Address already in use" (CI, stop 42). So the port is left in TIME_WAIT on the listening side: the
+    kernel then hands it to no other ``bind(0)`` and to no outgoing connection, while a server that sets
+    SO_REUSEADDR (http.server, werkzeug, uvicorn and asyncio's servers all do) can still bind and listen on it."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, 0))
+        listener.listen(1)
+        port = int(listener.getsockname()[1])
+        with socket.create_connection((host, port), timeout=5):
+            accepted, _ = listener.accept()
+            accepted.close()  # the listening side closes first: its end (host:port) is the one in TIME_WAIT
+    return port
 
 
 # Fixed ports of the local stack (docs/local-stack.md), so URLs and `aws --endpoint-url` survive a restart.

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from omnireel_local.home import free_port as _free_port
 from tests.support.stack import ROOT, LocalStack
 
 from .helpers import wait_for
@@ -122,12 +122,6 @@ def test_the_example_runs(name: str, venv: Path, stack: LocalStack, tmp_path: Pa
     if name == "submit_and_wait":
         videos = list((tmp_path / "out").glob("*/video.mp4"))
         assert len(videos) == 1 and videos[0].read_bytes()[4:8] == b"ftyp"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import pytest
 from moto import mock_aws
 
 from omnireel_local import sagemaker_hosting
+from omnireel_local.home import free_port as _free_port
 from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
 from tests.support.processes import stop_process
@@ -40,12 +40,6 @@ MODEL = "capacity-model"
 ROUTE = "route=/v1/images/generations"
 BODY = json.dumps({"prompt": "a kite", "size": "32x32", "seed": 1}).encode()
 WAIT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -16,16 +15,11 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from omnireel_local.home import free_port as _free_port
 from tests.support.relay.fake_tts_upstream import FakeTTS
 from tests.support.relay.relay_harness import CONFIG, TOKEN, run
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _status(port: int, path: str = "/healthz") -> int:

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
+from omnireel_local.home import free_port as _free_port
 from tests.support.relay.relay_harness import CONFIG, events, frames_until_closed, open_client, relay_stack, run, speak
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_upstream_connection_refused_gives_error_event_and_1011() -> None:
