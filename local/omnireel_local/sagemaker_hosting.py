@@ -157,7 +157,7 @@ class _AsyncRequest:
     received_at: str
     received_monotonic: float = field(default_factory=time.monotonic)
     state: str = "queued"  # queued -> running | expired (guarded by lock)
-    instances: int = 1  # the variant's instance count when the request started (what the container is told)
+    instances: int = 1  # the variant's instance count when the request was dispatched (if the endpoint is gone at send)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def claim(self, state: str) -> bool:
@@ -503,10 +503,15 @@ class SageMakerHosting:
         except Exception as exc:  # noqa: BLE001 - any read failure is a ClientError notification on AWS
             self._fail(request, f"ClientError: Unable to read input from {request.input_location}: {exc}", str(exc))
             return
+        # The count as it stands when the request is sent, not when it was dispatched: a request dispatched before a
+        # scale-out and sent after another started with the new count would otherwise tell the container the old,
+        # smaller capacity, and the container would hold it back (CI: peak_waiting 1 in the scale-out test).
+        current = self._endpoint(request.endpoint.name)
+        instances = current.instances if current is not None else request.instances
         headers = {
             "Content-Type": request.content_type,
             "Accept": request.accept,
-            INSTANCE_COUNT_HEADER: str(max(request.instances, 1)),
+            INSTANCE_COUNT_HEADER: str(max(instances, 1)),
         }
         if request.custom_attributes:
             headers["X-Amzn-SageMaker-Custom-Attributes"] = request.custom_attributes

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -235,6 +236,8 @@ def test_the_async_endpoint_runs_per_instance_times_instances_and_follows_a_scal
         assert hosting.invoke_async(name, headers)[0] == 202
     seen = _wait_until("one running, two queued", lambda: hosting.async_stats(name), lambda s: s["running"] == 1)
     assert seen["waiting"] == 2
+    # ... and the container runs it (the hosting counts a request as running before it has sent it)
+    _wait_until("the container runs the first", lambda: _stats(emulator), lambda s: s["in_flight"] == 1)
     _scale(sagemaker, name, 2)  # a scale-out starts a queued request without a new invocation
     _wait_until("two running", lambda: hosting.async_stats(name), lambda s: s["running"] == 2)
     _wait_until("three notifications", lambda: len(role.notifications), lambda n: n == 3)
@@ -242,6 +245,42 @@ def test_the_async_endpoint_runs_per_instance_times_instances_and_follows_a_scal
     assert hosting.async_stats(name)["peak_running"] == 2
     stats = _stats(emulator)
     assert (stats["peak_in_flight"], stats["peak_waiting"]) == (2, 0)  # SageMaker's queue held them, not the container
+
+
+class _HeldInputRoleClient(_FakeRoleClient):
+    """Holds every input read until ``release`` is set: the request has been dispatched but not yet sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading, self.release = threading.Event(), threading.Event()
+
+    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:
+        self.reading.set()
+        assert self.release.wait(WAIT_S), "the test never released the input read"
+        return super().get_object(Bucket, Key)
+
+
+def test_an_async_request_tells_the_container_the_instance_count_of_when_it_is_sent(
+    hosting: SageMakerHosting, sagemaker: Any, emulator: str, faults: Callable[[dict[str, Any]], None]
+) -> None:
+    """Dispatched at one instance, sent after a scale-out to two: the container must hear two. Told one (the count at
+    dispatch), it shrank its capacity to one and held back a request another instance could run (a make test run
+    at 2aa64c4: peak_waiting 1 in the scale-out test above)."""
+    role = _HeldInputRoleClient()
+    hosting._as_role = lambda endpoint, service: role  # type: ignore[method-assign]
+    name = _endpoint(sagemaker, "capacity-late-send", instances=1, async_per_instance=1)
+    faults({"latency_s": 0.1})
+    headers = {"X-Amzn-SageMaker-InputLocation": "s3://capacity-bucket/in.json", "X-Amzn-SageMaker-Custom-Attributes":
+               ROUTE, "X-Amzn-SageMaker-Content-Type": "application/json"}  # fmt: skip
+    try:
+        assert hosting.invoke_async(name, headers)[0] == 202
+        assert role.reading.wait(WAIT_S), "the request was never dispatched"
+        _scale(sagemaker, name, 2)
+    finally:
+        role.release.set()
+    _wait_until("the notification", lambda: len(role.notifications), lambda n: n == 1)
+    assert role.notifications[0]["invocationStatus"] == "Completed"
+    assert _stats(emulator)["capacity"] == 2  # per instance (1) x the instances when it was sent
 
 
 def test_an_async_endpoint_at_zero_instances_runs_nothing_until_it_has_one(
