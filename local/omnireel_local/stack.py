@@ -146,6 +146,7 @@ class Stack:
         from .aws_server import AwsServer
         from .iam import identities
         from .lambda_runner import FunctionCode, LambdaRunner
+        from .patches import speed
         from .sagemaker_hosting import SageMakerHosting
 
         roles = self.roles = identities.ServiceCredentials(self.account_id, self.region)
@@ -161,6 +162,10 @@ class Stack:
         )
 
         fault_injection.configure(self.home)  # off unless OMNIREEL_LOCAL_FAULTS / <home>/fault-injection.json
+        # moto patch 31 before the first request (``patches.apply`` below installs the others; it skips this one):
+        # the admin user's calls come first, and moto's own account lookup would create all six IAM partitions for
+        # them, ~1,600 managed policies each (py-spy: ~0.8 s of every stack's start).
+        speed.patch_account_lookup()
         self.server = AwsServer("127.0.0.1", self.moto_port)
         self.server.start()
         self.http.post(

@@ -6,6 +6,10 @@ IAM backend (with the stack's MOTO_IAM_LOAD_MANAGED_POLICIES, ~1,300 managed pol
 
 from __future__ import annotations
 
+import argparse
+import os
+from pathlib import Path
+
 import boto3
 import moto.core.responses as responses
 import pytest
@@ -32,6 +36,42 @@ def test_a_key_s_account_is_found_without_creating_a_partition(monkeypatch: pyte
         sts = boto3.client("sts", region_name="us-east-1", aws_access_key_id=key, aws_secret_access_key="x" * 40)
         assert sts.get_caller_identity()["Account"] == DEFAULT_ACCOUNT_ID
         assert set(account.keys()) == {"aws"}
+
+
+class _Started(Exception):
+    """Raised where the local AWS would take its first request: the stack goes no further."""
+
+
+def test_the_stack_installs_the_lookup_before_the_local_aws_takes_its_first_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stack's first requests (its admin user's, before ``patches.apply``) went through moto's own lookup, which
+    created all six partitions' IAM backends: py-spy put it at ~0.8 s of CPU in every stack's start."""
+    from omnireel_local import aws_server, stack
+    from omnireel_local.patches import speed
+
+    installed = speed.patch_account_lookup
+    monkeypatch.setattr(speed, "patch_account_lookup", lambda: installed(monkeypatch.setattr))  # undone after
+    seen: list[bool] = []
+
+    def start(self: aws_server.AwsServer) -> None:
+        seen.append(getattr(iam_models.get_account_id_from, "omnireel_existing_only", False))
+        raise _Started
+
+    monkeypatch.setattr(aws_server.AwsServer, "start", start)
+    args = argparse.Namespace(home=str(tmp_path), moto_port=None, api_port=None, ephemeral_ports=True,
+                              region="us-east-1", stack_name="omnireel-local", parameter=[], lambda_workers=1,
+                              relay=False)  # fmt: skip
+    environ = dict(os.environ)  # Stack.start sets the stack's own variables
+    local = stack.Stack(args)
+    try:
+        with pytest.raises(_Started):
+            local.start()
+    finally:
+        local.http.close()
+        os.environ.clear()
+        os.environ.update(environ)
+    assert seen == [True]
 
 
 def test_action_names_are_listed_once_per_class_and_follow_a_new_method(monkeypatch: pytest.MonkeyPatch) -> None:
