@@ -285,38 +285,64 @@ def patch_sqs_send_attributes(set_attribute: Callable[[Any, str, Any], None] = s
     set_attribute(SQSBackend, "send_message", send_message)
 
 
-_PROGRAM_CACHE_MAX = 32  # distinct definitions (a stack has one state machine; updates add a few)
+# Distinct definitions kept parsed: a stack has one state machine (updates add a few); an in-process test deploys one
+# and runs it, so the definition it validated is the one its executions need next.
+_PROGRAM_CACHE_MAX = 8
+_program_lock = threading.Lock()  # executions started together wait for the one parse instead of each parsing
+
+
+@lru_cache(maxsize=_PROGRAM_CACHE_MAX)
+def _parsed_program(definition: str) -> Any:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    parsed = AmazonStateLanguageParser.parse(definition)[0]
+    fix_heap_keys(parsed)
+    return parsed
+
+
+def shared_program(definition: str) -> Any:
+    """The parsed program of ``definition``, parsed once per process (a definition that does not parse raises, every
+    time: nothing is kept for it)."""
+    with _program_lock:
+        return _parsed_program(definition)
 
 
 def patch_program_cache(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
-    """Patch 22 (see ``apply``): each state machine definition is parsed once per process, not once per execution.
+    """Patch 22 (see ``apply``): each state machine definition is parsed once per process, not once per execution,
+    and CreateStateMachine's validation is that parse (moto parsed it there, threw the result away, and parsed it again
+    for the first execution).
 
     Sharing is safe because moto's evaluation components keep an execution's state in its ``Environment`` (its
     heap, stack, callbacks, event history), never on themselves. The one value a component creates lazily, its
     ``heap_key`` (the name its Retry counters are stored under in the environment's heap), is created for every
-    component before the program is shared, so two executions that reach a Retry at once agree on its name.
+    component before the program is shared, so two executions that reach a Retry at once agree on its name. The
+    cache lives in this module, so a test that installs the patch again (monkeypatch, per test) keeps it.
     """
-
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.api import InvalidDefinition
+    from moto.stepfunctions.parser.asl.parse.asl_parser import ASLParserException
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-    original = ExecutionWorker._get_evaluation_entrypoint
-    if getattr(original, "omnireel_cached", False):
+    if getattr(ExecutionWorker._get_evaluation_entrypoint, "omnireel_cached", False):
         return
-    lock = threading.Lock()  # executions started together wait for the one parse instead of each parsing
-
-    @lru_cache(maxsize=_PROGRAM_CACHE_MAX)
-    def program(definition: str) -> Any:  # what the original does per execution, plus the heap keys
-        parsed = AmazonStateLanguageParser.parse(definition)[0]
-        fix_heap_keys(parsed)
-        return parsed
 
     def _get_evaluation_entrypoint(self: Any) -> Any:
-        with lock:
-            return program(self._evaluation_details.state_machine_details.definition)
+        return shared_program(self._evaluation_details.state_machine_details.definition)
+
+    def _validate_definition(definition: str) -> None:  # moto's, with its errors, parsing through the cache
+        try:
+            shared_program(definition)
+        except ASLParserException as asl_parser_exception:
+            raise InvalidDefinition(message=repr(asl_parser_exception)) from None
+        except Exception as exception:  # noqa: BLE001 - as moto: any parse failure is an invalid definition
+            raise InvalidDefinition(
+                message=f"Error={exception.__class__.__name__} Args={list(exception.args)} in definition "
+                f"'{definition}'."
+            ) from None
 
     _get_evaluation_entrypoint.omnireel_cached = True  # type: ignore[attr-defined]
     set_attribute(ExecutionWorker, "_get_evaluation_entrypoint", _get_evaluation_entrypoint)
+    set_attribute(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_definition))
 
 
 def patch_account_lookup(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
@@ -428,7 +454,8 @@ CARDS = [
         "22",
         "One parse per state machine definition",
         aws="(Same executions.)",
-        moto="Parses the definition with its pure-Python ANTLR parser for every execution (~18 ms of CPU).",
+        moto="Parses the definition with its pure-Python ANTLR parser for every execution (~18 ms of CPU), and once "
+        "more to validate it in CreateStateMachine, throwing that parse away.",
         test="tests/unit/local/test_program_cache.py::"
         "test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts",
         upstream=SPEED,

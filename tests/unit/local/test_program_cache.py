@@ -9,10 +9,12 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
+from omnireel_local.patches import speed
 from omnireel_local.patches.speed import fix_heap_keys, patch_program_cache
 
 REGION = "us-east-1"
@@ -64,11 +66,12 @@ def test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts(m
     parses: list[str] = []
     real_parse = AmazonStateLanguageParser.parse
     monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(lambda d: parses.append(d) or real_parse(d)))
+    speed._parsed_program.cache_clear()  # the cache is the process's: another test may have filled it
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         patch_program_cache(monkeypatch.setattr)
         sfn = boto3.client("stepfunctions", region_name=REGION)
         arn = sfn.create_state_machine(name="retry", definition=DEFINITION, roleArn=ROLE)["stateMachineArn"]
-        parses.clear()  # CreateStateMachine validates the definition with its own parse
+        assert len(parses) == 1  # CreateStateMachine's validation is the parse the executions then share
         executions = [sfn.start_execution(stateMachineArn=arn, name=f"run-{i}")["executionArn"] for i in range(4)]
         deadline = time.monotonic() + 30
         statuses: dict[str, str] = {}
@@ -82,4 +85,44 @@ def test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts(m
         for execution in executions:
             events = sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
             assert sum(e["type"] == "ParallelStateStarted" for e in events) == 3, execution
-    assert len(parses) == 1, f"{len(parses)} parses for 4 executions of one definition"
+    assert len(parses) == 1, f"{len(parses)} parses for the creation and 4 executions of one definition"
+
+
+@pytest.mark.parametrize(
+    ("definition", "message"),
+    [
+        ('{"StartAt": "Nowhere", "States": {}}', "ASLParserException"),  # moto's parser refuses it
+        (  # parses, but a component refuses its value (a ValueError): moto's generic message
+            json.dumps(
+                {
+                    "StartAt": "A",
+                    "States": {
+                        "A": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:lambda:us-east-1:123456789012:function:f",
+                            "End": True,
+                            "Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 999999999}],
+                        }
+                    },
+                }
+            ),
+            "Error=ValueError",
+        ),
+    ],
+    ids=["asl-error", "other-error"],
+)
+def test_an_invalid_definition_is_refused_as_moto_refuses_it_every_time(
+    monkeypatch: pytest.MonkeyPatch, definition: str, message: str
+) -> None:
+    """Nothing is kept for a definition that does not parse: a second CreateStateMachine is refused the same way."""
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):  # the parser backend validates
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        answers = []
+        for patched in (False, True, True):
+            if patched:
+                patch_program_cache(monkeypatch.setattr)
+            with pytest.raises(ClientError) as refused:  # moto 5.2.5 sends InvalidDefinition without its code
+                sfn.create_state_machine(name="bad", definition=definition, roleArn=ROLE)
+            answers.append((refused.value.response["Error"].get("Code"), refused.value.response["Error"]["Message"]))
+        assert message in answers[0][1]
+        assert answers[1] == answers[2] == answers[0]  # the patched validation answers as moto's own
