@@ -4,7 +4,7 @@ import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
-from omnireel_local.patches.speed import patch_sns_signing_key
+from omnireel_local.patches.speed import patch_program_cache, patch_sns_signing_key, patch_update_traversal
 from omnireel_local.patches.stepfunctions import patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
@@ -16,6 +16,8 @@ def corpus_pipeline():
     with pytest.MonkeyPatch.context() as patch:
         patch_stop_execution(patch.setattr)  # the teardown's stop ends executions waiting for a video at once
         patch_sns_signing_key(patch.setattr)  # patch 20: one SNS signing key, not one per subscription
+        patch_program_cache(patch.setattr)  # patch 22: one parse per definition (validation included)
+        patch_update_traversal(patch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
         serialize_metrics(patch.setattr)  # handlers on moto's threads share Powertools' metric set
         pipeline = Pipeline()
         patch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())
