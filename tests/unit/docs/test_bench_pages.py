@@ -7,6 +7,7 @@ without its section, fails here (``write_section`` would append a new section at
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,9 @@ def _section(tree: ast.AST) -> str | None:
     return None
 
 
+@functools.cache  # read once per test process: every parametrised case below asks for it
 def bench_pages() -> dict[str, tuple[str, str]]:
-    """Script -> (section, page) for every bench script that writes a marked section."""
+    """Script -> (section, page) for every bench script that writes a marked section (do not change it: shared)."""
     found = {}
     for path in sorted(BENCH.glob("*.py")):
         tree = ast.parse(path.read_text())

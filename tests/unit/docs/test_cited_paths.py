@@ -30,6 +30,7 @@ of the target page (GitHub's slugs) or an ``<a id="...">`` in it.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -111,9 +112,14 @@ def markdown_pages() -> list[Path]:
     return [ROOT / p for p in MARKDOWN_PAGES] + sorted((ROOT / "docs").rglob("*.md"))
 
 
-def sources() -> Iterator[tuple[str, str]]:
+@functools.cache  # read and parsed once per test process: three tests below walk it
+def sources() -> tuple[tuple[str, str], ...]:
     """(file, text) for every text the rule reads. A Markdown link's target is left to the link rule (it is relative
     to its page: docs/events.md links ``events/<name>.v1.schema.json``)."""
+    return tuple(_sources())
+
+
+def _sources() -> Iterator[tuple[str, str]]:
     for page in markdown_pages():
         yield str(page.relative_to(ROOT)), LINK_TARGET.sub("]()", page.read_text())
     for name in WHOLE_FILES:
