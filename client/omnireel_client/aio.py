@@ -21,6 +21,7 @@ from .client import (
     batch_progress_key,
     poll_delays,
     progress_key,
+    still,
 )
 from .errors import JobFailedError, WaitTimeout
 from .models import BatchState, JobPage, JobState, JobSummary, WebhookSecret
@@ -51,7 +52,7 @@ async def _follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress:
             return
         left = deadline - time.monotonic()
         if left <= 0:
-            raise WaitTimeout(f"{what} is still {item.status} after {timeout:g} s", item)
+            raise WaitTimeout(still(what, item, timeout), item)
         await asyncio.sleep(min(delay, left))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import stacks
 from .errors import ConflictError, JobFailedError, TransportError, WaitTimeout
-from .models import BatchState, Cancellation, JobPage, JobState, JobSummary, WebhookSecret, parse_time
+from .models import TERMINAL, BatchState, Cancellation, JobPage, JobState, JobSummary, WebhookSecret, parse_time
 from .transport import Transport, parse_answer
 from .webhooks import DEFAULT_REFRESH_INTERVAL_S, WebhookVerifier, verify_webhook
 
@@ -64,6 +64,12 @@ def batch_progress_key(batch: BatchState) -> tuple[Any, ...]:
     return batch.status, batch.counts
 
 
+def still(what: str, item: Any, timeout: float) -> str:
+    """The message of a wait that ran out: the status, and for an ended job that its terminal event is not out yet."""
+    note = " (its terminal event is not out yet)" if item.status in TERMINAL else ""
+    return f"{what} is still {item.status}{note} after {timeout:g} s"
+
+
 def follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress: Callable[[Any], None] | None,
            timeout: float, first: float, what: str) -> None:  # fmt: skip
     """Poll ``item.refresh()`` until ``item.done`` (bounded by ``timeout``: then ``WaitTimeout``), calling
@@ -79,7 +85,7 @@ def follow(item: Any, key: Callable[[Any], tuple[Any, ...]], on_progress: Callab
             return
         left = deadline - time.monotonic()
         if left <= 0:
-            raise WaitTimeout(f"{what} is still {item.status} after {timeout:g} s", item)
+            raise WaitTimeout(still(what, item, timeout), item)
         time.sleep(min(delay, left))
 
 

@@ -73,13 +73,19 @@ class JobState:
     webhook: dict[str, Any] | None = None
     # while the job waits for a GPU slot: {kind, position (its caller's own jobs ahead), callers, enqueued_at}
     queue: dict[str, Any] | None = None
+    event_published_at: datetime | None = None  # when the terminal event went out (None until then)
     idempotency_key: str | None = None  # the key ``submit`` sent (kept for a retry by the app itself)
     cancellation: Cancellation | None = None  # what ``cancel`` stopped (None until this client cancelled it)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the API's last answer, as sent
 
     @property
     def done(self) -> bool:
-        return self.status in TERMINAL
+        """Ended, and its terminal event is out (what ``wait`` waits for). The status turns terminal a moment before
+        the event is published and recorded; an API that does not report ``event_published_at`` (one from before the
+        field) is taken at its status."""
+        if self.status not in TERMINAL:
+            return False
+        return "event_published_at" not in self.raw or self.event_published_at is not None
 
     @property
     def succeeded(self) -> bool:
@@ -108,6 +114,7 @@ class JobState:
         self.error = JobError.from_api(data.get("error")) or self.error
         self.webhook = data.get("webhook", self.webhook)
         self.queue = data.get("queue")
+        self.event_published_at = parse_time(data.get("event_published_at"))
 
 
 @dataclass(frozen=True)

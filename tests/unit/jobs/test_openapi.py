@@ -50,3 +50,34 @@ def test_documented_webhook_events_are_the_event_types():
     documented = SCHEMAS["JobRequest"]["properties"]["webhook_events"]
     assert documented["items"]["enum"] == list(WEBHOOK_EVENT_TYPES)
     assert documented["maxItems"] == len(WEBHOOK_EVENT_TYPES)
+
+
+class _NoArtifacts:
+    def presign(self, uri, seconds):  # a job without artifacts never asks
+        raise AssertionError("no artifact to presign")
+
+
+def _job(**fields):
+    from omnireel.jobs.job import Job, JobStatus
+
+    stamp = "2026-12-05T16:00:00.000Z"
+    return Job(job_id="j-1", status=JobStatus.SUCCEEDED, request=None, source="api", created_at=stamp,
+               updated_at=stamp, **fields)  # fmt: skip
+
+
+def test_the_job_view_is_the_documented_job():
+    """GET /jobs/{id}: every key the view writes is documented, and every documented property is written."""
+    from omnireel.jobs.job_view import job_view
+
+    view = job_view(_job(), _NoArtifacts(), 60)  # type: ignore[arg-type]
+    assert set(view) == set(SCHEMAS["Job"]["properties"])
+    assert set(SCHEMAS["Job"]["required"]) <= set(view)
+
+
+def test_the_job_view_says_when_the_terminal_event_went_out():
+    """Null while the status is terminal but the event not yet recorded (finish_job: transition, publish, record)."""
+    from omnireel.jobs.job_view import job_view
+
+    assert job_view(_job(), _NoArtifacts(), 60)["event_published_at"] is None  # type: ignore[arg-type]
+    published = _job(event_published_at="2026-12-05T16:00:01.000Z")
+    assert job_view(published, _NoArtifacts(), 60)["event_published_at"] == "2026-12-05T16:00:01.000Z"  # type: ignore[arg-type]

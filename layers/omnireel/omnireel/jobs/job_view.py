@@ -43,6 +43,9 @@ def job_view(
         # issue 34 item 8: what the finished job used, an estimate (null until it ends, and for older records)
         "usage": usage_view(job.usage),
         "queue": to_dict(queue) if queue is not None else None,
+        # When the terminal event went out (null until then). A job's status turns terminal a moment before its event
+        # is published and recorded (omnireel.jobs.outcome.finish_job): a waiter that wants the event waits for this.
+        "event_published_at": job.event_published_at or None,
     }
 
 
