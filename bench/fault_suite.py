@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import av
@@ -234,6 +235,9 @@ class RunResult:
     wall_s: float
     unfinished: list[str]
     hostile: HostileResult | None = None
+    # per unfinished job: the log lines of the stack, its Lambda workers and its containers that name it (the last
+    # TRAIL_LINES), read before the stack's home is removed: where the job stopped
+    trails: dict[str, list[str]] = field(default_factory=dict)
     batch_faults: BatchFaultsResult | None = None  # the "slow DNS / BatchSubmit crashes and timeouts" phase
 
     def by_phase(self, name: str) -> list[Job]:
@@ -410,6 +414,18 @@ def _apply_phase(stack: IsolatedStack, phase: Phase, seed: int, originals: dict[
         stack.update_function(logical, **wanted)
 
 
+TRAIL_LINES = 40
+
+
+def log_trail(logs: Path, job_id: str) -> list[str]:
+    """The last ``TRAIL_LINES`` lines naming ``job_id`` in the stack's log folder (every file, in name order)."""
+    lines: list[str] = []
+    for path in sorted(p for p in logs.rglob("*") if p.is_file()):
+        with path.open(errors="replace") as handle:
+            lines += [f"{path.name}: {line.rstrip()}" for line in handle if job_id in line]
+    return lines[-TRAIL_LINES:]
+
+
 def run(
     jobs_per_phase: int,
     seed: int,
@@ -569,6 +585,7 @@ def run(
             unfinished=unfinished,
             batch_faults=faults,
             hostile=hostile,
+            trails={job_id: log_trail(stack.home / "logs", job_id) for job_id in unfinished},
         )
     finally:
         if collector is not None:

@@ -20,6 +20,12 @@ def run_part(**options: Any) -> RunResult:
 
 def assert_no_violation(result: RunResult) -> None:
     """Every job of the run has its one terminal event by its deadline, matching its record."""
-    assert not result.unfinished, f"jobs without a terminal event by the phase deadline: {result.unfinished}"
+    assert not result.unfinished, (
+        f"jobs without a terminal event by the phase deadline: {result.unfinished}\n"
+        + "\n".join(
+            f"{job_id}: record {result.records.get(job_id)}\n" + "\n".join(result.trails.get(job_id, []))
+            for job_id in result.unfinished
+        )
+    )
     violations = result.violations
     assert not violations, "\n".join(f"{v['phase']} {v['job_id']}: {v['kind']}: {v['detail']}" for v in violations)
