@@ -505,7 +505,7 @@ class SageMakerHosting:
             return
         # The count as it stands when the request is sent, not when it was dispatched: a request dispatched before a
         # scale-out and sent after another started with the new count would otherwise tell the container the old,
-        # smaller capacity, and the container would hold it back (CI: peak_waiting 1 in the scale-out test).
+        # smaller capacity, and the container would hold it back (one make test run: peak_waiting 1, scale-out test).
         current = self._endpoint(request.endpoint.name)
         instances = current.instances if current is not None else request.instances
         headers = {

@@ -536,16 +536,6 @@ CARDS = [
         installs=install_sqs_send_attributes,
     ),
     Patch(
-        "33",
-        "UpdateItem's validation finds each processor's handler once per node class",
-        aws="(Same validation, same errors.)",
-        moto="Walks the expression's tree once per processor (ten), rebuilding each processor's class map and running "
-        "isinstance against a tuple of ABCs at every node: ~6 % of a busy stack's CPU.",
-        test="tests/unit/local/test_update_traversal.py::test_the_same_updates_and_errors_with_one_lookup_per_node_class",
-        upstream=SPEED,
-        installs=install_update_traversal,
-    ),
-    Patch(
         "31",
         "An access key's account looked up in the IAM partitions that exist",
         aws="(Same account.)",
@@ -563,5 +553,15 @@ CARDS = [
         test="tests/unit/local/test_speed_lookups.py::test_action_names_are_listed_once_per_class_and_follow_a_new_method",
         upstream=SPEED,
         installs=install_action_names,
+    ),
+    Patch(
+        "33",
+        "UpdateItem's validation finds each processor's handler once per node class",
+        aws="(Same validation, same errors.)",
+        moto="Walks the expression's tree once per processor (ten), rebuilding each processor's class map and running "
+        "isinstance against a tuple of ABCs at every node: ~6 % of a busy stack's CPU.",
+        test="tests/unit/local/test_update_traversal.py::test_the_same_updates_and_errors_with_one_lookup_per_node_class",
+        upstream=SPEED,
+        installs=install_update_traversal,
     ),
 ]
