@@ -65,6 +65,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[FILES_WITH_STACK] = longest_first(items)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collection imported the test modules and the code they test: collect once, and leave that heap out of every
+    later collection of this process (local/omnireel_local/heap.py)."""
+    from omnireel_local import heap
+
+    heap.settle()
+
+
 @pytest.fixture(scope="session")
 def shared_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStack]:
     """This test process's shared local stack (tests/support/shared_stack.py): started by the first test that uses

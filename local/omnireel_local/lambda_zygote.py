@@ -40,6 +40,7 @@ import sys
 import time
 from typing import Any
 
+from . import heap
 from .runtime_python import STACK_SYS_PATH, restrict_path
 
 # What every function imports before its own code (botocore's client machinery, boto3, Powertools' logger, metrics,
@@ -182,6 +183,7 @@ def main() -> int:
     if stack_path is not None:
         sys.path[:] = restrict_path(sys.path, json.loads(stack_path))
     preload()
+    heap.settle(young_threshold=None)  # workers inherit a frozen template: their collections skip what it imported
     request = _serve(control)
     if request is None:
         return 0

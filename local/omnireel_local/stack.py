@@ -39,6 +39,7 @@ import httpx
 
 from omnireel_template import ROOT
 
+from . import heap
 from . import home as homedir
 from .emulator_python import emulator_python
 from .runtime_python import runtime_python
@@ -580,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.stop()
         stack.save(phase="failed", error=f"{type(exc).__name__}: {exc}")
         return 1
+    heap.settle()  # the provisioned backends and parsed models, out of every later collection (omnireel_local/heap.py)
     print(f"omnireel local stack ready: AWS {stack.moto_endpoint}, API {stack.state['api_url']}", flush=True)
     while not stopping.wait(1.0):
         pass

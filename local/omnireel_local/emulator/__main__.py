@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import uvicorn
 
+from .. import heap
 from .app import BANNER, create_app
 from .config import EmulatorConfig
 
@@ -65,8 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = config_from_args(args)
     logging.getLogger("omnireel_local.emulator").warning("%s: listening on http://%s:%d", BANNER, args.host, args.port)
+    app = create_app(config)
+    heap.settle()  # the media libraries and the app, out of every later collection (omnireel_local/heap.py)
     uvicorn.run(
-        create_app(config),
+        app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,

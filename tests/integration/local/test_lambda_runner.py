@@ -237,7 +237,7 @@ def test_every_log_line_carries_the_request_and_the_job(runner: LambdaRunner, tm
 
 # ---------------------------------------------------------------- worker templates (lambda_zygote)
 PROBE = """
-import os, sys, time
+import gc, os, sys, time
 PRELOADED = "botocore.client" in sys.modules  # imported by the template, before this module
 PATH0 = sys.path[0]
 
@@ -245,7 +245,8 @@ PATH0 = sys.path[0]
 def handler(event, context):
     return {"pid": os.getpid(), "ppid": os.getppid(), "preloaded": PRELOADED, "cwd": os.getcwd(), "path0": PATH0,
             "leak": os.environ.get("OMNIREEL_TEST_LEAK"), "greeting": os.environ.get("GREETING"),
-            "tz": time.tzname[0], "bytecode": sys.dont_write_bytecode, "argv0": sys.argv[0]}
+            "tz": time.tzname[0], "bytecode": sys.dont_write_bytecode, "argv0": sys.argv[0],
+            "frozen": gc.get_freeze_count(), "thresholds": gc.get_threshold()}
 """
 
 
@@ -277,6 +278,8 @@ def test_a_cold_start_forks_from_the_template_with_the_functions_own_environment
     assert first["leak"] is None and first["greeting"] == "hi"  # the function's environment, nothing of the stack's
     assert first["tz"] == "JST" and first["bytecode"] is True  # TZ re-read; PYTHONDONTWRITEBYTECODE as at startup
     assert first["argv0"] == "omnireel_local.lambda_worker"
+    # the template's heap is frozen before it forks (omnireel_local/heap.py); the worker keeps CPython's thresholds
+    assert first["frozen"] > 10_000 and first["thresholds"] == [2000, 10, 10]
     assert runner.pids() == [first["pid"]]
     changed = _probe(runner, {"GREETING": "bye", "TZ": "Asia/Tokyo"})[1]  # a new configuration: a new worker
     assert changed["greeting"] == "bye" and changed["pid"] != first["pid"] and changed["ppid"] == template
