@@ -11,8 +11,6 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from omnireel_local.patches import speed
 from omnireel_local.patches.speed import fix_heap_keys, patch_program_cache
@@ -33,8 +31,18 @@ DEFINITION = json.dumps({
 })  # fmt: skip
 
 
+def parser() -> Any:
+    """moto's ASL parser, imported when a test runs: its ANTLR tables take ~2 CPU-s to import, and every test process
+    collects this module (only one runs it)."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    return AmazonStateLanguageParser
+
+
 def heap_key_slots(program: Any) -> list[str | None]:
     """The private lazily-set heap key of every evaluation component in the tree."""
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+
     found: list[str | None] = []
     seen: set[int] = set()
     pending = [program]
@@ -55,7 +63,7 @@ def heap_key_slots(program: Any) -> list[str | None]:
 
 
 def test_every_component_has_its_heap_key_before_the_program_is_shared() -> None:
-    program, _ = AmazonStateLanguageParser.parse(DEFINITION)
+    program, _ = parser().parse(DEFINITION)
     assert None in heap_key_slots(program)  # moto creates them lazily, at an execution's first Retry
     assert fix_heap_keys(program) > 5
     keys = heap_key_slots(program)
@@ -64,8 +72,8 @@ def test_every_component_has_its_heap_key_before_the_program_is_shared() -> None
 
 def test_concurrent_executions_share_one_parse_and_keep_their_own_retry_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     parses: list[str] = []
-    real_parse = AmazonStateLanguageParser.parse
-    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(lambda d: parses.append(d) or real_parse(d)))
+    real_parse = parser().parse
+    monkeypatch.setattr(parser(), "parse", staticmethod(lambda d: parses.append(d) or real_parse(d)))
     speed._parsed_program.cache_clear()  # the cache is the process's: another test may have filled it
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         patch_program_cache(monkeypatch.setattr)
