@@ -30,6 +30,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if step.outcome == "expired":
         published = expire_job(
             step.job_id,
+            execution=step.execution,
             gate=gate,
             jobs=jobs,
             artifacts=artifacts,
@@ -40,6 +41,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
         published = finish_and_leave(
             step.job_id,
             OUTCOMES[step.outcome],
+            execution=step.execution,
             step_error=step.error,
             gate=gate,
             jobs=jobs,

@@ -7,6 +7,7 @@ in exactly one terminal event.
 """
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -221,3 +222,75 @@ def test_a_submit_whose_execution_name_is_taken_answers_500_and_fails_the_job_wi
     assert again["json"]["job_id"] == body["job_id"] and again["json"]["status"] == "failed"
     assert pipeline.consumer_events(expect=0) == []
     assert [e["name"] for e in pipeline.executions()] == [name]
+
+
+def test_a_record_made_again_right_after_the_old_ones_event_keeps_its_own_event_and_its_place_in_the_queue(
+    pipeline, monkeypatch
+):
+    """The fault suite's ttl_reuse phase at its narrowest (a scale-lane run once left such a job without its event).
+    The old record's job.succeeded goes out (async_result); before that step claims the publication, and before the old
+    execution's PublishSucceeded runs, a consumer that saw the event deletes the record (TTL) and submits the same key
+    again, and the new record queues for the image endpoint's one slot. The old execution's steps act on their own
+    record only. Before the fix the old claim marked the new record's event as sent, and PublishSucceeded read the new
+    record by job id and took its place in the queue: the new job waited for ever and had no event."""
+    pipeline.instances.counts["image-endpoint"] = 1
+    pipeline.heal_admission()
+    job_id = post(pipeline, "order-republished")
+    old_execution = pipeline.execution_arn(job_id)
+    pipeline.wait_rendering(job_id)
+
+    release_blocker = threading.Event()
+    original_generate = pipeline.image_endpoint.generate
+
+    def generate(body):
+        result = original_generate(body)
+        if body.get("prompt") == "holds the only image slot":
+            release_blocker.wait(60)  # bounded: the test opens it below
+        return result
+
+    monkeypatch.setattr(pipeline.image_endpoint, "generate", generate)
+    module = pipeline.handlers["async_result"]
+    real_publisher = module.publisher
+
+    def status(some_job_id, caller="tester"):
+        return pipeline.api("GET", f"/jobs/{some_job_id}", caller=caller)["json"].get("status")
+
+    class ConsumerReactsAtOnce:
+        """Publishes; then, once, after the old record's event: what a fast consumer does before the step goes on."""
+
+        def __init__(self):
+            self.reacted = False
+
+        def publish(self, event):
+            real_publisher.publish(event)
+            if self.reacted or event.job_id != job_id or not event.event_type.startswith("job.succeeded"):
+                return
+            self.reacted = True
+            expire_record(pipeline, job_id)
+            other = pipeline.api("POST", "/jobs", {"prompt": "holds the only image slot"}, caller="other")
+            blocker = other["json"]["job_id"]
+            pipeline.wait(lambda: status(blocker, "other") == "generating_image", what="the slot taken")
+            assert post(pipeline, "order-republished") == job_id
+            pipeline.wait(lambda: status(job_id) == "queued", what="the new record queued")
+
+        def __getattr__(self, name):
+            return getattr(real_publisher, name)
+
+    monkeypatch.setattr(module, "publisher", ConsumerReactsAtOnce())
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    pipeline.wait(
+        lambda: pipeline.sfn.describe_execution(executionArn=old_execution)["status"] == "SUCCEEDED",
+        what="the old record's execution to end",
+    )
+    assert [(e["event_type"], e["job_id"]) for e in pipeline.consumer_events()] == [("job.succeeded", job_id)]
+    record = pipeline.ddb.get_item(TableName=pipeline.table, Key={"job_id": {"S": job_id}}, ConsistentRead=True)["Item"]
+    assert record["status"]["S"] == "queued" and "event_published_at" not in record  # untouched by the old steps
+
+    release_blocker.set()  # the slot frees: the new record, still in the queue, is admitted next
+    pipeline.wait_rendering(job_id)
+    pipeline.write_output(job_id, tiny_mp4())
+    pipeline.publish_notification(job_id, "Completed")
+    pipeline.wait(lambda: status(job_id) == "succeeded", what="the new record to succeed")
+    events = pipeline.consumer_events()
+    assert [(e["event_type"], e["job_id"]) for e in events] == [("job.succeeded", job_id)]  # its own event, once

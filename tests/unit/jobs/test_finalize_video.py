@@ -104,7 +104,7 @@ class WaitingJobs:
         self.fields = fields
         return replace(job(), status=target, image_ready_published_at="2026-12-02T00:00:01.000Z")
 
-    def claim_publication(self, job_id: str) -> bool:
+    def claim_publication(self, job: Job) -> bool:
         return True
 
 

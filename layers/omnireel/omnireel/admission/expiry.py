@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from omnireel.core.records import to_dict
 from omnireel.jobs.job import JobError, JobStatus
-from omnireel.jobs.outcome import finish_job
+from omnireel.jobs.outcome import finish, of_execution
 from omnireel.jobs.request import DEFAULT_MAX_QUEUE_SECONDS
 
 if TYPE_CHECKING:
@@ -28,14 +28,18 @@ NOT_STARTED = "no model was called: nothing was rendered or billed"
 def expire_job(
     job_id: str,
     *,
+    execution: str | None = None,
     gate: Gate,
     jobs: JobStore,
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
 ) -> JobEvent | None:
-    """End the job ``expired`` (or ``failed`` if it had been admitted before); return the event published now."""
+    """End the job ``expired`` (or ``failed`` if it had been admitted before); return the event published now.
+    ``execution``: the step's own; a record of another execution is left alone (``outcome.of_execution``)."""
     job = jobs.get(job_id)
+    if not of_execution(job, execution):
+        return None
     if job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED):
         limit = job.request.queue_limit_seconds if job.request else DEFAULT_MAX_QUEUE_SECONDS
         error = JobError(
@@ -43,7 +47,7 @@ def expire_job(
             code="QueueTimeExceeded",
             message=f"not admitted to a model endpoint within max_queue_seconds={limit}: {NOT_STARTED}",
         )
-        event = finish_job(
+        finished = finish(
             job_id,
             JobStatus.EXPIRED,
             step_error=None,
@@ -57,7 +61,7 @@ def expire_job(
     else:
         message = "waited longer than its wait state allows for a model endpoint slot, after it had started"
         cause = json.dumps({"code": "AdmissionTimedOut", "message": message})
-        event = finish_job(
+        finished = finish(
             job_id,
             JobStatus.FAILED,
             step_error={"Error": "AdmissionTimedOut", "Cause": cause},
@@ -67,5 +71,5 @@ def expire_job(
             presign_seconds=presign_seconds,
             job=job,
         )
-    gate.leave(jobs.get(job_id))
-    return event
+    gate.leave(finished.job)  # this record as it ended (see outcome.finish): not a new incarnation's
+    return finished.event

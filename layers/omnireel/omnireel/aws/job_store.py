@@ -368,15 +368,23 @@ class JobStore:
             return None, None
         return _from_item(item), item["task_token"]["S"] if "task_token" in item else None
 
-    def claim_publication(self, job_id: str) -> bool:
-        """Mark the terminal event as published; False if it already was (exactly-once guard)."""
+    def claim_publication(self, job: Job) -> bool:
+        """Mark ``job``'s terminal event as published; False if it already was (exactly-once guard) or if the record
+        is no longer this incarnation of the job: TTL deleted it and the same Idempotency-Key made a new one, whose
+        own event must not count as sent (its execution name differs: ``new_execution_name``)."""
+        values: dict[str, Any] = {":now": iso(now())}
+        if job.execution_name is None:  # a record written before execution names were unique: no later incarnation
+            incarnation = "attribute_not_exists(execution_name)"
+        else:
+            incarnation, values[":execution"] = "execution_name = :execution", job.execution_name
         try:
             self._ddb.update_item(
                 TableName=self._table_name,
-                Key=self._key(job_id),
+                Key=self._key(job.job_id),
                 UpdateExpression="SET event_published_at = :now",
-                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(event_published_at)",
-                ExpressionAttributeValues=to_attributes({":now": iso(now())}),
+                ConditionExpression=f"attribute_exists(job_id) AND attribute_not_exists(event_published_at) AND "
+                f"{incarnation}",
+                ExpressionAttributeValues=to_attributes(values),
             )
             return True
         except ClientError as exc:

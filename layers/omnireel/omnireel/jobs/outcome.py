@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from omnireel.aws.artifact_store import ArtifactStore
 from omnireel.aws.event_publisher import EventPublisher
@@ -30,6 +30,13 @@ def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
     return JobError(stage=stage, code=decoded["code"], message=decoded["message"][:2000])
 
 
+class Finished(NamedTuple):
+    """What ``finish`` did: the record as it ended it, and the event it published now (None: it already was)."""
+
+    job: Job
+    event: JobEvent | None
+
+
 def finish_job(
     job_id: str,
     outcome: JobStatus,
@@ -42,11 +49,40 @@ def finish_job(
     job: Job | None = None,
     fields: dict[str, Any] | None = None,
 ) -> JobEvent | None:
+    """Move the job to its terminal status and publish its event exactly once (``finish``); returns the event
+    published now, or None if it had already been published."""
+    return finish(
+        job_id,
+        outcome,
+        step_error=step_error,
+        jobs=jobs,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+        job=job,
+        fields=fields,
+    ).event
+
+
+def finish(
+    job_id: str,
+    outcome: JobStatus,
+    *,
+    step_error: dict[str, Any] | None,
+    jobs: JobStore,
+    artifacts: ArtifactStore,
+    publisher: EventPublisher,
+    presign_seconds: int,
+    job: Job | None = None,
+    fields: dict[str, Any] | None = None,
+) -> Finished:
     """Move the job to its terminal status and publish its event exactly once.
 
-    Returns the event published now, or None if it had already been published (a retry or a
-    duplicate). If the job is already terminal, its recorded outcome wins. ``job``: the record as the caller just read
-    it (saves a read); ``fields``: set with the terminal transition (async_result: the video artifact).
+    If the job is already terminal, its recorded outcome wins. ``job``: the record as the caller just read it (saves a
+    read); ``fields``: set with the terminal transition (async_result: the video artifact). The publication is claimed
+    on this incarnation of the record only: once the event is out, a consumer may see it, TTL (or an operator) may
+    delete the record and the same Idempotency-Key make a new one, all before this call claims; that new record's own
+    event must still go out. Returns the record as this call ended it (what ``leave`` must act on, not a re-read).
     """
     job = job or jobs.get(job_id)
     if not job.status.terminal:
@@ -60,18 +96,30 @@ def finish_job(
             logger.warning("terminal transition lost a race", extra={"job_id": job_id, "status": job.status})
     if job.event_published_at:
         logger.info("terminal event already published", extra={"job_id": job_id})
-        return None
+        return Finished(job, None)
     event = build_job_event(job, artifact_links(job, artifacts, presign_seconds), now())
     publisher.publish(event)
-    if not jobs.claim_publication(job_id):
-        logger.warning("terminal event published concurrently", extra={"job_id": job_id})
-    return event
+    if not jobs.claim_publication(job):
+        logger.warning("publication not claimed: published concurrently, or a new record", extra={"job_id": job_id})
+    return Finished(job, event)
+
+
+def of_execution(job: Job, execution: str | None) -> bool:
+    """Whether ``job`` is the record of the step's ``execution`` (None: a caller outside the state machine)."""
+    if execution is None or job.execution == execution:
+        return True
+    logger.warning(
+        "a step of an earlier record of the job: nothing to do",
+        extra={"job_id": job.job_id, "execution": execution, "record_execution": job.execution},
+    )
+    return False
 
 
 def finish_and_leave(
     job_id: str,
     outcome: JobStatus,
     *,
+    execution: str | None = None,
     step_error: dict[str, Any] | None,
     gate: AdmissionExit,
     jobs: JobStore,
@@ -80,15 +128,24 @@ def finish_and_leave(
     presign_seconds: int,
 ) -> JobEvent | None:
     """The PublishSucceeded and RecordFailure steps: ``finish_job``, then the job leaves admission (its waiting entry,
-    any slot it still holds). Returns the event published now (None: it was already)."""
-    event = finish_job(
+    any slot it still holds). Returns the event published now (None: it was already).
+
+    ``execution``: the step's own execution; a record of another one (made again for the job id after TTL deleted
+    this execution's record, e.g. by a consumer that acted on the event this job already sent) is left alone."""
+    job = jobs.get(job_id)
+    if not of_execution(job, execution):
+        return None
+    finished = finish(
         job_id,
         outcome,
+        job=job,
         step_error=step_error,
         jobs=jobs,
         artifacts=artifacts,
         publisher=publisher,
         presign_seconds=presign_seconds,
     )
-    gate.leave(jobs.get(job_id))
-    return event
+    # The record as it ended, not a re-read: after the event a new record of the same job id may stand there, waiting
+    # for a slot (its entry and slots are its own).
+    gate.leave(finished.job)
+    return finished.event

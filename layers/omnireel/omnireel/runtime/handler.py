@@ -43,6 +43,9 @@ class StepInput(msgspec.Struct, kw_only=True):
     kind: str | None = None  # WaitForImageSlot / WaitForVideoSlot: the endpoint kind the job waits for
     outcome: str | None = None
     error: dict[str, Any] | None = None
+    # The finishing steps' ``$$.Execution.Name``: they act only on the record of their own execution (a record made
+    # again for the same job id, after TTL deleted this one, belongs to another execution).
+    execution: Annotated[str, msgspec.Meta(min_length=1, max_length=80)] | None = None
 
 
 def parse_step_input(event: Any) -> StepInput:
