@@ -1,18 +1,20 @@
-"""Garbage collection in the local stack's long-lived processes (and the test processes): collect the start's heap
-once, then leave it out of every later collection.
+"""Garbage collection in the local stack's long-lived processes (and the test processes): once started, leave the
+start's heap out of every later collection.
 
 CPython's cyclic collector walks every tracked object of a generation it collects, and its oldest generation holds
 everything a process imported and built at start: botocore's and moto's modules and parsed service models, the
 provisioned backends, the Lambda template's preloaded libraries. A process that serves many requests collects that
-generation again and again although nothing in it becomes garbage. ``settle()`` collects once and moves every object
-that survives into the permanent generation (``gc.freeze()``), which collections never walk; it then raises the
-youngest generation's threshold, so a request's short-lived objects are collected in fewer, larger passes.
+generation again and again although nothing in it becomes garbage. ``settle()`` moves every object into the permanent
+generation (``gc.freeze()``), which collections never walk, after a collection where the heap is small (the Lambda
+template, the emulators); it then raises the youngest generation's threshold, so a request's short-lived objects are
+collected in fewer, larger passes. The stack server and the test processes freeze without collecting first.
 
 Nothing here changes what any process computes: objects are freed as before (reference counting frees most at once,
-and cycles made after ``settle()`` are collected as before); a frozen object that becomes garbage later is only
-reclaimed at exit, which costs a little memory for objects built at start. The Lambda template (``lambda_zygote``)
-only freezes, before it forks: its workers inherit the frozen heap (their collections never walk the template's
-preloaded libraries, and never write to those shared pages) and keep CPython's default thresholds, as on Lambda.
+and cycles made after ``settle()`` are collected as before); a frozen object that becomes garbage later, and the
+start's cyclic leftovers where nothing collected them, are only reclaimed at exit: a little memory. The Lambda
+template (``lambda_zygote``) collects and freezes before it forks: its workers inherit the frozen heap (their
+collections never walk the template's preloaded libraries, and never write to those shared pages) and keep CPython's
+default thresholds, as on Lambda.
 
 Measured (docs/benchmarks.md, issue 35): one in-process pipeline deploy 0.22 -> 0.17 CPU-s; a whole `make test`,
 one run each on an idle machine, 564 -> 510 CPU-s (the Lambda workers 131 -> 94, the test processes 171 -> 149) and
@@ -27,9 +29,12 @@ import gc
 YOUNG_THRESHOLD = 20_000
 
 
-def settle(young_threshold: int | None = YOUNG_THRESHOLD) -> None:
-    """Collect, freeze what survives, and (unless ``young_threshold`` is None) raise the youngest threshold."""
-    gc.collect()
+def settle(*, collect: bool = True, young_threshold: int | None = YOUNG_THRESHOLD) -> None:
+    """Collect (unless ``collect`` is False: a big heap's full collection costs more than the garbage it would free,
+    ~0.45 s with the GIL held for the stack's, ~1 s for a test process's), freeze what survives, and (unless
+    ``young_threshold`` is None) raise the youngest generation's threshold."""
+    if collect:
+        gc.collect()
     gc.freeze()
     if young_threshold is not None:
         _, middle, old = gc.get_threshold()

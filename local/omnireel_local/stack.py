@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import logging
 import os
 import secrets
@@ -281,8 +280,8 @@ class Stack:
         # long as the process: the cyclic GC stops re-scanning it. A full collection walked all of it, ~0.45 s with the
         # GIL held, stalling whatever request was in flight (a job's hop took 0.4-0.6 s instead of ~0.05 s). Frozen
         # without a collection first (that would cost the same 0.45 s at every start): startup's few cyclic leftovers
-        # stay in memory.
-        gc.freeze()
+        # stay in memory. Then a higher young-generation threshold (omnireel_local/heap.py).
+        heap.settle(collect=False)
         self.phase("ready")
         # Issue 37 item 3: which documented ports were taken and where their servers went instead, for `local up` and
         # `local status` to say (a shell with the documented AWS_ENDPOINT_URL would talk to someone else's stack).
@@ -581,7 +580,6 @@ def main(argv: list[str] | None = None) -> int:
         stack.stop()
         stack.save(phase="failed", error=f"{type(exc).__name__}: {exc}")
         return 1
-    heap.settle()  # the provisioned backends and parsed models, out of every later collection (omnireel_local/heap.py)
     print(f"omnireel local stack ready: AWS {stack.moto_endpoint}, API {stack.state['api_url']}", flush=True)
     while not stopping.wait(1.0):
         pass

@@ -17,7 +17,7 @@ from omnireel_local import heap
 before = {"frozen": gc.get_freeze_count(), "thresholds": gc.get_threshold()}
 cycle = []; cycle.append(cycle)  # garbage made before settle(): collected, not frozen
 del cycle
-heap.settle(*([] if sys.argv[1] == "default" else [None]))
+heap.settle(**{"default": {}, "keep": {"young_threshold": None}, "no-collect": {"collect": False}}[sys.argv[1]])
 after = {"frozen": gc.get_freeze_count(), "thresholds": gc.get_threshold()}
 made = []; made.append(made)  # a cycle made afterwards is still collected
 del made
@@ -43,3 +43,12 @@ def test_settle_freezes_the_start_heap_and_raises_the_young_threshold() -> None:
 def test_settle_without_a_threshold_keeps_cpythons() -> None:
     seen = _probe("keep")
     assert seen["after"]["frozen"] > 10_000 and seen["after"]["thresholds"] == seen["before"]["thresholds"]
+
+
+def test_settle_without_collecting_still_freezes_and_raises_the_threshold() -> None:
+    from omnireel_local.heap import YOUNG_THRESHOLD
+
+    collected, uncollected = _probe("default"), _probe("no-collect")
+    assert uncollected["after"]["thresholds"][0] == YOUNG_THRESHOLD
+    # the cycle made before settle() was not collected: it is frozen with the rest
+    assert uncollected["after"]["frozen"] > collected["after"]["frozen"]
