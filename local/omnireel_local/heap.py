@@ -16,9 +16,9 @@ template (``lambda_zygote``) collects and freezes before it forks: its workers i
 collections never walk the template's preloaded libraries, and never write to those shared pages) and keep CPython's
 default thresholds, as on Lambda.
 
-Measured (docs/benchmarks.md, issue 35): one in-process pipeline deploy 0.22 -> 0.17 CPU-s; a whole `make test`,
-one run each on an idle machine, 564 -> 510 CPU-s (the Lambda workers 131 -> 94, the test processes 171 -> 149) and
-322 -> 298 s.
+Measured (docs/benchmarks.md, issue 35's fifth pass): one in-process pipeline deploy 0.22 -> 0.17 CPU-s; a whole
+`make test` under process accounting, one run each, 564 -> 510 CPU-s (the Lambda workers 131 -> 94); with the lighter
+collection, repeated runs side by side 5 min 48 s -> 4 min 54 s (medians of three).
 """
 
 from __future__ import annotations
