@@ -46,7 +46,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
         artifacts=artifacts,
         publisher=publisher,
         presign_seconds=settings.presign_seconds,
-    )
+    ).event
     if published is not None:
         logger.warning("terminal event published by the safety net", extra={"status": published.status})
         metrics.add_metric(name="terminal_events_recovered", unit=MetricUnit.Count, value=1)

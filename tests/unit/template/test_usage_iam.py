@@ -14,7 +14,7 @@ from omnireel_template import ROOT, load_template
 PACKAGE = ROOT / "layers" / "omnireel"
 # The use cases that write a job record or end one: a function whose handler calls into one of them (through any chain
 # of calls in the omnireel package) writes the +1 or the -1 and the day's sums.
-SINKS = {"omnireel.jobs.submission:submit_job", "omnireel.jobs.outcome:finish",
+SINKS = {"omnireel.jobs.submission:submit_job", "omnireel.jobs.outcome:finish_job",
          "omnireel.jobs.cancellation:cancel_job"}  # fmt: skip
 
 

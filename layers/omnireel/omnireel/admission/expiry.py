@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from omnireel.core.records import to_dict
 from omnireel.jobs.job import JobError, JobStatus
-from omnireel.jobs.outcome import finish, of_execution
+from omnireel.jobs.outcome import finish_job, of_execution
 from omnireel.jobs.request import DEFAULT_MAX_QUEUE_SECONDS
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def expire_job(
             code="QueueTimeExceeded",
             message=f"not admitted to a model endpoint within max_queue_seconds={limit}: {NOT_STARTED}",
         )
-        finished = finish(
+        finished = finish_job(
             job_id,
             JobStatus.EXPIRED,
             step_error=None,
@@ -61,7 +61,7 @@ def expire_job(
     else:
         message = "waited longer than its wait state allows for a model endpoint slot, after it had started"
         cause = json.dumps({"code": "AdmissionTimedOut", "message": message})
-        finished = finish(
+        finished = finish_job(
             job_id,
             JobStatus.FAILED,
             step_error={"Error": "AdmissionTimedOut", "Cause": cause},
@@ -71,5 +71,5 @@ def expire_job(
             presign_seconds=presign_seconds,
             job=job,
         )
-    gate.leave(finished.job)  # this record as it ended (see outcome.finish): not a new incarnation's
+    gate.leave(finished.job)  # this record as it ended (see outcome.finish_job): not a new incarnation's
     return finished.event

@@ -382,8 +382,9 @@ def send_missing_event(deps: LineFailure, job: Job) -> bool:
     Sent now (``finish_job`` publishes once: a job whose event was sent gets nothing); True if this call sent it."""
     if not job.status.terminal:  # finish_job would move it on instead
         return False
-    return finish_job(job.job_id, job.status, step_error=None, jobs=deps.jobs, artifacts=deps.artifacts,
-                      publisher=deps.publisher, presign_seconds=deps.presign_seconds, job=job) is not None  # fmt: skip
+    finished = finish_job(job.job_id, job.status, step_error=None, jobs=deps.jobs, artifacts=deps.artifacts,
+                          publisher=deps.publisher, presign_seconds=deps.presign_seconds, job=job)  # fmt: skip
+    return finished.event is not None
 
 
 def start_never_started(workflow: Workflow, job: Job) -> bool:

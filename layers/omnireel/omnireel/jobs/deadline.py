@@ -65,7 +65,7 @@ def fail_overdue_jobs(
             artifacts=artifacts,
             publisher=publisher,
             presign_seconds=presign_seconds,
-        )
+        ).event
         if event is not None:
             logger.warning("overdue job failed", extra={"job_id": job_id, "status": job.status, "code": error.code})
             failed.append(job_id)

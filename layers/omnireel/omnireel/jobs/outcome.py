@@ -31,40 +31,13 @@ def failure_from_step(job: Job, step_error: dict[str, Any] | None) -> JobError:
 
 
 class Finished(NamedTuple):
-    """What ``finish`` did: the record as it ended it, and the event it published now (None: it already was)."""
+    """What ``finish_job`` did: the record as it ended it, and the event it published now (None: it already was)."""
 
     job: Job
     event: JobEvent | None
 
 
 def finish_job(
-    job_id: str,
-    outcome: JobStatus,
-    *,
-    step_error: dict[str, Any] | None,
-    jobs: JobStore,
-    artifacts: ArtifactStore,
-    publisher: EventPublisher,
-    presign_seconds: int,
-    job: Job | None = None,
-    fields: dict[str, Any] | None = None,
-) -> JobEvent | None:
-    """Move the job to its terminal status and publish its event exactly once (``finish``); returns the event
-    published now, or None if it had already been published."""
-    return finish(
-        job_id,
-        outcome,
-        step_error=step_error,
-        jobs=jobs,
-        artifacts=artifacts,
-        publisher=publisher,
-        presign_seconds=presign_seconds,
-        job=job,
-        fields=fields,
-    ).event
-
-
-def finish(
     job_id: str,
     outcome: JobStatus,
     *,
@@ -82,7 +55,8 @@ def finish(
     read); ``fields``: set with the terminal transition (async_result: the video artifact). The publication is claimed
     on this incarnation of the record only: once the event is out, a consumer may see it, TTL (or an operator) may
     delete the record and the same Idempotency-Key make a new one, all before this call claims; that new record's own
-    event must still go out. Returns the record as this call ended it (what ``leave`` must act on, not a re-read).
+    event must still go out. Returns the record as this call ended it (what ``leave`` must act on, not a re-read) and
+    the event published now (None: it already was).
     """
     job = job or jobs.get(job_id)
     if not job.status.terminal:
@@ -135,7 +109,7 @@ def finish_and_leave(
     job = jobs.get(job_id)
     if not of_execution(job, execution):
         return None
-    finished = finish(
+    finished = finish_job(
         job_id,
         outcome,
         job=job,
