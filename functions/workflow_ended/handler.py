@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from omnireel.aws import adapters
 from omnireel.jobs.job import JobStatus, job_id_of_execution
-from omnireel.jobs.outcome import finish_job
+from omnireel.jobs.outcome import finish_job, of_execution
 from omnireel.runtime.handler import lambda_handler
 from omnireel.runtime.observability import MetricUnit, logger, metrics
 from omnireel.runtime.settings import PublishSettings
@@ -33,8 +33,7 @@ def handler(event: dict, context: LambdaContext) -> dict:
     if job is None:
         logger.warning("execution ended for an unknown job", extra={"status": status})
         return {"job_id": job_id, "published": False}
-    if job.execution != name:  # an earlier record of the same job id (its execution outlived the record's TTL)
-        logger.warning("execution ended for an earlier record of the job", extra={"execution": name, "status": status})
+    if not of_execution(job, name):  # an earlier record of the same job id (its execution outlived the record's TTL)
         return {"job_id": job_id, "published": False}
     code = CODES.get(status, "WorkflowEnded")
     cause = detail.get("cause") or f"the workflow execution ended {status}"

@@ -37,5 +37,5 @@ def settle(*, collect: bool = True, young_threshold: int | None = YOUNG_THRESHOL
         gc.collect()
     gc.freeze()
     if young_threshold is not None:
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(max(young_threshold, gc.get_threshold()[0]), middle, old)
+        young, middle, old = gc.get_threshold()
+        gc.set_threshold(max(young_threshold, young), middle, old)
