@@ -4,7 +4,12 @@ import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
-from omnireel_local.patches.speed import patch_program_cache, patch_sns_signing_key, patch_update_traversal
+from omnireel_local.patches.speed import (
+    patch_json_path_cache,
+    patch_program_cache,
+    patch_sns_signing_key,
+    patch_update_traversal,
+)
 from omnireel_local.patches.stepfunctions import patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
@@ -18,6 +23,7 @@ def corpus_pipeline():
         patch_sns_signing_key(patch.setattr)  # patch 20: one SNS signing key, not one per subscription
         patch_program_cache(patch.setattr)  # patch 22: one parse per definition (validation included)
         patch_update_traversal(patch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
+        patch_json_path_cache(patch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
         serialize_metrics(patch.setattr)  # handlers on moto's threads share Powertools' metric set
         pipeline = Pipeline()
         patch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())

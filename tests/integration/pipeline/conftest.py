@@ -5,7 +5,12 @@ from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
-from omnireel_local.patches.speed import patch_program_cache, patch_sns_signing_key, patch_update_traversal
+from omnireel_local.patches.speed import (
+    patch_json_path_cache,
+    patch_program_cache,
+    patch_sns_signing_key,
+    patch_update_traversal,
+)
 from omnireel_local.patches.stepfunctions import patch_answered_once, patch_early_callbacks, patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
 
@@ -35,6 +40,7 @@ def make_pipeline(monkeypatch):
     patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
     patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
     patch_update_traversal(monkeypatch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
+    patch_json_path_cache(monkeypatch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
     # patch 26: a read answers from a consistent item (a GetItem serialising the job while a handler on another moto
     # thread updated it failed one CI run with "dictionary changed size during iteration")
     patch_dynamodb_atomic_requests(monkeypatch.setattr)
