@@ -167,10 +167,10 @@ def test_the_scale_lane_names_tests_that_exist_and_only_make_test_scale_runs_the
     assert not_scale == ["$(addprefix", "--ignore=,$(SCALE_PATHS))", "$(addprefix", "--deselect=,$(SCALE_TESTS))"]
 
 
-def test_ci_runs_make_test_then_the_scale_lane() -> None:
-    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert "make test" in lines and "make test-scale" in lines
-    assert lines.index("make test") < lines.index("make test-scale")
+def test_ci_runs_make_test_with_coverage_then_the_scale_lane() -> None:
+    lines = [line.split("#", 1)[0].strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "make test COVERAGE=1" in lines and "make test-scale" in lines  # CI measures and gates coverage
+    assert lines.index("make test COVERAGE=1") < lines.index("make test-scale")
 
 
 def test_durations_file_is_plain_json_with_its_source() -> None:
