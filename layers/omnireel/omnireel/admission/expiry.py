@@ -8,11 +8,11 @@ A wait for a slot of a job admitted before (a retried image call, the video stag
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from omnireel.core.records import to_dict
 from omnireel.jobs.job import JobError, JobStatus
-from omnireel.jobs.outcome import finish_job, of_execution
+from omnireel.jobs.outcome import finish_and_leave
 from omnireel.jobs.request import DEFAULT_MAX_QUEUE_SECONDS
 
 if TYPE_CHECKING:
@@ -36,10 +36,10 @@ def expire_job(
     presign_seconds: int,
 ) -> JobEvent | None:
     """End the job ``expired`` (or ``failed`` if it had been admitted before); return the event published now.
-    ``execution``: the step's own; a record of another execution is left alone (``outcome.of_execution``)."""
+    ``execution``: the step's own; a record of another execution is left alone (``outcome.finish_and_leave``)."""
     job = jobs.get(job_id)
-    if not of_execution(job, execution):
-        return None
+    step_error: dict[str, str] | None = None
+    fields: dict[str, Any] | None = None
     if job.status in (JobStatus.ACCEPTED, JobStatus.QUEUED):
         limit = job.request.queue_limit_seconds if job.request else DEFAULT_MAX_QUEUE_SECONDS
         error = JobError(
@@ -47,29 +47,22 @@ def expire_job(
             code="QueueTimeExceeded",
             message=f"not admitted to a model endpoint within max_queue_seconds={limit}: {NOT_STARTED}",
         )
-        finished = finish_job(
-            job_id,
-            JobStatus.EXPIRED,
-            step_error=None,
-            jobs=jobs,
-            artifacts=artifacts,
-            publisher=publisher,
-            presign_seconds=presign_seconds,
-            job=job,
-            fields={"error": to_dict(error)},
-        )
+        outcome, fields = JobStatus.EXPIRED, {"error": to_dict(error)}
     else:
         message = "waited longer than its wait state allows for a model endpoint slot, after it had started"
         cause = json.dumps({"code": "AdmissionTimedOut", "message": message})
-        finished = finish_job(
-            job_id,
-            JobStatus.FAILED,
-            step_error={"Error": "AdmissionTimedOut", "Cause": cause},
-            jobs=jobs,
-            artifacts=artifacts,
-            publisher=publisher,
-            presign_seconds=presign_seconds,
-            job=job,
-        )
-    gate.leave(finished.job)  # this record as it ended (see outcome.finish_job): not a new incarnation's
-    return finished.event
+        outcome, step_error = JobStatus.FAILED, {"Error": "AdmissionTimedOut", "Cause": cause}
+    # The incarnation check, the transition, the one event and the exit from admission: the other finishing steps'.
+    return finish_and_leave(
+        job_id,
+        outcome,
+        execution=execution,
+        step_error=step_error,
+        gate=gate,
+        jobs=jobs,
+        artifacts=artifacts,
+        publisher=publisher,
+        presign_seconds=presign_seconds,
+        job=job,
+        fields=fields,
+    )

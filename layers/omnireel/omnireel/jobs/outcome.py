@@ -100,19 +100,23 @@ def finish_and_leave(
     artifacts: ArtifactStore,
     publisher: EventPublisher,
     presign_seconds: int,
+    job: Job | None = None,
+    fields: dict[str, Any] | None = None,
 ) -> JobEvent | None:
-    """The PublishSucceeded and RecordFailure steps: ``finish_job``, then the job leaves admission (its waiting entry,
-    any slot it still holds). Returns the event published now (None: it was already).
+    """The finishing steps (PublishSucceeded, RecordFailure, RecordExpired: ``admission.expiry``): ``finish_job``,
+    then the job leaves admission (its waiting entry, any slot it still holds). Returns the event published now (None:
+    it was already). ``job`` and ``fields`` as for ``finish_job``.
 
     ``execution``: the step's own execution; a record of another one (made again for the job id after TTL deleted
     this execution's record, e.g. by a consumer that acted on the event this job already sent) is left alone."""
-    job = jobs.get(job_id)
+    job = job or jobs.get(job_id)
     if not of_execution(job, execution):
         return None
     finished = finish_job(
         job_id,
         outcome,
         job=job,
+        fields=fields,
         step_error=step_error,
         jobs=jobs,
         artifacts=artifacts,
