@@ -17,6 +17,7 @@ import av
 from PIL import Image
 
 from omnireel.events.job_events import PROGRESS_EVENT_TYPES
+from omnireel_client.client import poll_delays
 
 
 def decode_mp4(path: Path) -> tuple[int, int, int]:
@@ -70,21 +71,15 @@ class LineReader:
         return None
 
 
-POLL_FIRST_S = 0.2
-POLL_MAX_S = 1.0
-
-
 def poll_intervals():  # type: ignore[no-untyped-def]
-    """The pauses between two polls of a bounded wait: 0.2 s, then half as long again each time, at most 1 s.
+    """The pauses between two polls of a bounded wait: the client's back-off (``omnireel_client.client.poll_delays``)
+    from 0.2 s to at most 1 s.
 
     Most predicates ask the local stack (GET /jobs/{id} through the front door: SigV4, IAM, a Lambda invocation, a
     DynamoDB read), ~20 ms of CPU on a shared 2-core machine per poll. At a fixed 0.2 s a test waiting half a minute
     for a video burned ~3 CPU-s asking; this way what ends quickly is still seen within a fraction of a second, and
     a long wait costs a poll a second (a wait ends at most 1 s after its condition holds)."""
-    pause = POLL_FIRST_S
-    while True:
-        yield pause
-        pause = min(POLL_MAX_S, pause * 1.5)
+    return poll_delays(first=0.2, most=1.0)
 
 
 def wait_for(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]
