@@ -231,8 +231,8 @@ LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 # (COVERAGE_GATE): the total at COVERAGE_FLOOR, and the modules that decide outcomes at their own floors
 # (scripts/coverage_floors.py). `make coverage` shows the last measured run's again, with an HTML report.
 # Off by default in `make test` (issue 35: "in .ci/run if it costs too much in make test"): measuring every Lambda
-# worker and relay cost ~23 CPU-s and ~7 s of each run on 2 cores (docs/benchmarks.md), and the same tests run
-# either way; CI measures and gates every change.
+# worker and relay added 19 s and 31 s to runs measured next to one without it on 2 cores (docs/benchmarks.md, sixth
+# pass), and the same tests run either way; CI measures and gates every change.
 # Floor: on 2026-12-05 a whole idle make test measured 94.5% (the main run's test processes alone: 87%, the figure
 # gated before); under 92% means tests (or their measurement) were lost.
 COVERAGE ?= 0
