@@ -47,7 +47,7 @@ def make_pipeline(monkeypatch):
     serialize_metrics(monkeypatch.setattr)  # handlers on moto's threads share Powertools' metric set
 
     def make(**overrides: str) -> Pipeline:
-        pipeline = Pipeline(**overrides)
+        pipeline = Pipeline(suffix=f"p{len(created)}", **overrides)
         monkeypatch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())
         created.append(pipeline.deploy())
         return created[-1]

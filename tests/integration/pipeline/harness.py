@@ -117,9 +117,13 @@ class Context:
 
 
 class Pipeline:
-    def __init__(self, **parameter_overrides: str):
+    def __init__(self, *, suffix: str | None = None, **parameter_overrides: str):
+        """``suffix`` names this deployment's resources. Within one moto mock each deployment needs its own; the
+        fixtures pass the deployment's index in its test (each test has a fresh mock), so a test's first pipeline has
+        the same names, hence the same state machine definition, as every other test's: moto's ASL parse is cached
+        per definition (local patch 22) and runs once per process instead of once per test."""
         self.overrides = {"RetryIntervalSeconds": "1", "ImageMaxAttempts": "2", **parameter_overrides}
-        self.suffix = uuid.uuid4().hex[:8]
+        self.suffix = suffix or uuid.uuid4().hex[:8]
         self.table = f"jobs-{self.suffix}"
         self.artifacts_bucket = f"artifacts-{self.suffix}"
         self.inbox_bucket = f"inbox-{self.suffix}"
