@@ -115,6 +115,29 @@ def drain_events_until(stack, predicate, timeout: float = 90) -> dict | None:
     return None
 
 
+def resource_id(stack, logical: str) -> str:  # type: ignore[no-untyped-def]
+    """The physical id of a template resource on the local stack (its state file)."""
+    return stack.state()["provisioned"]["resources"][logical]["id"]
+
+
+def terminal_events(stack, job_id: str, want: int, timeout: float) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Terminal job events for ``job_id`` as a subscriber receives them (`omnireel events`; job.image_ready, a progress
+    event, left out), until ``want`` arrived."""
+    from omnireel.events.event_types import TERMINAL_EVENT_TYPES
+
+    found: list[dict] = []
+
+    def more() -> bool:
+        result = stack.cli("events", "--json", "--job", job_id, timeout=60)
+        assert result.returncode == 0, result.stderr
+        events = map(json.loads, result.stdout.splitlines())  # the whole log of the job's events, every time
+        found[:] = [e for e in events if e.get("event_type") in TERMINAL_EVENT_TYPES]
+        return len(found) >= want
+
+    wait_for(more, timeout, f"{want} event(s) for job {job_id}")
+    return found
+
+
 def aws_client(stack, service: str):  # type: ignore[no-untyped-def]
     """A boto3 client for the local stack, configured from `omnireel local env` (as a user's shell would be)."""
     import boto3

@@ -181,7 +181,7 @@ CARDS = [
         aws="StartExecution without a name gets a UUID; a name over 80 characters or with whitespace, brackets, "
         'wildcards, control characters or " # % \\ ^ | ~ ` $ & , ; : / is InvalidName.',
         moto='An unnamed execution is literally named "None" (a second one then fails); names are not validated.',
-        test="tests/e2e/test_executions.py::test_step_functions_execution_names_stay_taken_after_the_execution_closes",
+        test="tests/e2e/test_execution_names.py::test_step_functions_execution_names_stay_taken_after_the_execution_closes",
         upstream=MOTO_BUG,
         installs=install_execution_names,
     ),
