@@ -21,27 +21,22 @@ with the interpreter's site-packages standing in for the layer's pinned requirem
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import queue
-import select
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import fault_injection, local_dns
+from . import fault_injection, local_dns, zygote
 from .iam.identities import Credentials
 from .lambda_zygote import IMPORT_TIME_ENV
 from .runtime_python import COVERAGE_VARS, STACK_SYS_PATH, coverage_environment, runtime_python
@@ -63,8 +58,7 @@ TEMPLATE_SWITCH = "OMNIREEL_LAMBDA_TEMPLATE"
 
 def templates_enabled() -> bool:
     """Worker templates need Linux's pidfds (5.3+) and descriptor passing; OMNIREEL_LAMBDA_TEMPLATE=0 turns them off."""
-    supported = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal") and hasattr(socket, "send_fds")
-    return supported and os.environ.get(TEMPLATE_SWITCH, "1") != "0"
+    return zygote.supported() and os.environ.get(TEMPLATE_SWITCH, "1") != "0"
 
 
 # A worker is reused only if its role session outlives the invocation's timeout by this much.
@@ -107,82 +101,23 @@ class InvokeResult:
     duration_s: float = 0.0
 
 
-def _wait_or_kill(proc: Any, grace: float) -> None:
-    """Wait up to ``grace`` s for ``proc`` (a ``Popen`` or a ``_ForkedProcess``) to exit, then kill it."""
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
-class _ForkedProcess:
-    """A worker forked by a template (``lambda_zygote``), with the part of ``Popen``'s surface the runner uses. The
-    template reaps it; the runner watches and signals it through its pidfd, so a reused pid is never signalled. Its
-    exit status stays with the template: ``returncode`` is ``EXITED`` once it has exited."""
-
-    EXITED = -1
-
-    def __init__(self, pid: int, pidfd: int, stdin_fd: int, stdout_fd: int):
-        self.pid = pid
-        self.returncode: int | None = None
-        self._pidfd = pidfd
-        weakref.finalize(self, os.close, pidfd)
-        self.stdin = open(stdin_fd, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - as Popen(text=True, bufsize=1)
-        self.stdout = open(stdout_fd, encoding="utf-8")  # noqa: SIM115 - read by the worker's reader thread
-
-    def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
-            self.returncode = self.EXITED
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            if not select.select([self._pidfd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired("lambda_worker", timeout or 0)
-            self.returncode = self.EXITED
-        return self.returncode
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-
-
-class _Template:
+class _Template(zygote.Template):
     """A ``lambda_zygote`` process: forks a worker per cold start, its libraries already imported."""
 
     def __init__(self, python: str, env: dict[str, str], log_path: Path):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the template
-        try:
-            self.proc = subprocess.Popen(
-                [python, "-m", "omnireel_local.lambda_zygote", str(theirs.fileno())],
-                stdin=subprocess.PIPE,  # closed by stop(): the template exits (its running workers do not)
-                stdout=subprocess.DEVNULL,
-                stderr=self.log_file,
-                env=env,
-                pass_fds=[theirs.fileno()],
-            )
-        finally:
-            theirs.close()
-        self.socket = ours
-        self.socket.settimeout(_START_TIMEOUT_S)  # the first answer waits for the template's imports
-        self._lock = threading.Lock()
+        super().__init__("omnireel_local.lambda_zygote", python, env, log_path, start_timeout_s=_START_TIMEOUT_S)
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def fork(self, handler: str, paths: list[str], env: dict[str, str], cwd: Path, log: BinaryIO) -> _ForkedProcess:
+    def fork(
+        self, handler: str, paths: list[str], env: dict[str, str], cwd: Path, log: BinaryIO
+    ) -> zygote.ForkedProcess:
         """A new worker, as ``python -m omnireel_local.lambda_worker --handler ... --path ...`` in ``cwd`` with
         ``env``; OSError if the template cannot make one (the runner then starts an interpreter)."""
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
-        request = json.dumps({"handler": handler, "paths": paths, "env": env, "cwd": str(cwd)}).encode()
+        request = {"handler": handler, "paths": paths, "env": env, "cwd": str(cwd)}
         try:
-            with self._lock:
-                socket.send_fds(self.socket, [request], [in_r, out_w, log.fileno()])
-                message, fds, _, _ = socket.recv_fds(self.socket, 65536, 1)
+            with self.lock:
+                pid, pidfd = zygote.request_fork(self.socket, request, [in_r, out_w, log.fileno()])
         except BaseException:
             os.close(in_w)
             os.close(out_r)
@@ -190,28 +125,12 @@ class _Template:
         finally:
             os.close(in_r)
             os.close(out_w)
-        answer = json.loads(message) if message else {"error": "the template exited"}
-        if "pid" not in answer or len(fds) != 1:
-            for fd in (*fds, in_w, out_r):
-                os.close(fd)
-            raise OSError(f"the worker template did not fork: {answer.get('error', answer)}")
-        return _ForkedProcess(int(answer["pid"]), fds[0], in_w, out_r)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, grace: float = 2.0) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        self.socket.close()
-        _wait_or_kill(self.proc, grace)
-        self.log_file.close()
+        return zygote.ForkedProcess(pid, pidfd, stdin_fd=in_w, stdout_fd=out_r, name="lambda_worker")
 
 
 class _Worker:
     def __init__(self, start: Callable[[BinaryIO], Any], log_path: Path, name: str):
-        """``start(log)``: the worker's process (``Popen``, or a ``_ForkedProcess``), its stderr going to ``log``;
+        """``start(log)``: the worker's process (``Popen``, or a ``zygote.ForkedProcess``), its stderr going to ``log``;
         called by ``launch``, outside the runner's lock (a template's first fork waits for its imports)."""
         self.name = name
         self.log_file = open(log_path, "ab")  # noqa: SIM115 - lives as long as the worker
@@ -282,7 +201,7 @@ class _Worker:
     def stop(self, grace: float = 2.0) -> None:
         if self.alive():
             self.close_input()
-            _wait_or_kill(self.proc, grace)
+            zygote.wait_or_kill(self.proc, grace)
         self.log_file.close()
 
 

@@ -30,17 +30,15 @@ What a forked worker shares with the template, and why that is safe:
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
-import select
 import socket
 import sys
 import time
 from typing import Any
 
-from . import heap
+from . import heap, zygote
 from .runtime_python import STACK_SYS_PATH, restrict_path
 
 # What every function imports before its own code (botocore's client machinery, boto3, Powertools' logger, metrics,
@@ -72,9 +70,6 @@ IMPORT_TIME_ENV = ("AWS_EXECUTION_ENV", "AWS_LAMBDA_INITIALIZATION_TYPE", "BOTO_
 # source): their models are parsed in the template.
 MODEL_SERVICES = ("cloudwatch", "dynamodb", "events", "s3", "sagemaker", "sagemaker-runtime", "secretsmanager", "sns",
                   "sqs", "stepfunctions")  # fmt: skip
-MAX_REQUEST_BYTES = 1 << 20
-REAP_INTERVAL_S = 0.5
-_TEMPLATE_PID = os.getpid()
 
 
 def preload() -> None:
@@ -110,50 +105,6 @@ def share_models(services: tuple[str, ...]) -> Any:
     return loader
 
 
-def _reap() -> None:
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-
-
-def _serve(control: socket.socket) -> dict[str, Any] | None:
-    """Fork a worker per request until the runner goes away; in a child, return its request (the child's own path)."""
-    while True:
-        readable, _, _ = select.select([control, sys.stdin], [], [], REAP_INTERVAL_S)
-        _reap()
-        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 1):
-            return None  # the runner closed our stdin (or exited): stop; running workers live on
-        if control not in readable:
-            continue
-        try:
-            message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST_BYTES, 3)
-        except OSError:
-            return None
-        if not message:
-            return None
-        try:
-            request = json.loads(message)
-            if len(fds) != 3:
-                raise ValueError(f"expected 3 descriptors, got {len(fds)}")
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                request["fds"] = fds
-                return dict(request)
-            pidfd = os.pidfd_open(pid)
-            try:
-                socket.send_fds(control, [json.dumps({"pid": pid}).encode()], [pidfd])
-            finally:
-                os.close(pidfd)
-        except (OSError, ValueError) as exc:
-            with contextlib.suppress(OSError):
-                control.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
-        finally:
-            if os.getpid() == _TEMPLATE_PID:  # the child keeps them: its stdin, stdout and log
-                for fd in fds:
-                    os.close(fd)
-
-
 def _become_worker(request: dict[str, Any]) -> int:
     """In the child: the worker's descriptors, environment, folder and import path, then ``lambda_worker.main``."""
     stdin_fd, stdout_fd, log_fd = request["fds"]
@@ -184,7 +135,7 @@ def main() -> int:
         sys.path[:] = restrict_path(sys.path, json.loads(stack_path))
     preload()
     heap.settle(young_threshold=None)  # workers inherit a frozen template: their collections skip what it imported
-    request = _serve(control)
+    request = zygote.serve(control, 3)  # the worker's stdin, stdout and log
     if request is None:
         return 0
     return _become_worker(request)

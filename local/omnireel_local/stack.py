@@ -38,7 +38,7 @@ import httpx
 
 from omnireel_template import ROOT
 
-from . import heap
+from . import emulator_zygote, heap
 from . import home as homedir
 from .emulator_python import emulator_python
 from .runtime_python import runtime_python
@@ -82,7 +82,9 @@ class Stack:
         self.moto_port = args.moto_port or (self.ports.port("aws") if args.moto_port is None else homedir.free_port())
         self.api_port = args.api_port or (self.ports.port("api") if args.api_port is None else homedir.free_port())
         self.moto_endpoint = f"http://127.0.0.1:{self.moto_port}"
-        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.children: dict[str, Any] = {}  # name -> subprocess.Popen, or a zygote.ForkedProcess (emulators)
+        self._emulator_template: emulator_zygote.EmulatorTemplate | None = None
+        self._emulator_template_failed = False
         self._specs: dict[str, tuple[list[str], dict[str, str]]] = {}  # how each child was started (restarts)
         self.state: dict[str, Any] = {
             "pid": os.getpid(),
@@ -118,6 +120,8 @@ class Stack:
         with self._state_lock:
             self.state.update(changes)
             pids = {name: proc.pid for name, proc in self.children.items() if proc.poll() is None}
+            if self._emulator_template is not None and self._emulator_template.alive():
+                pids["emulator-template"] = self._emulator_template.pid
             if self.runner is not None:
                 pids.update({f"lambda-worker-{pid}": pid for pid in self.runner.pids()})
                 pids.update({f"lambda-template-{pid}": pid for pid in self.runner.template_pids()})
@@ -359,14 +363,38 @@ class Stack:
         )
         return boto3.client(service, endpoint_url=self.moto_endpoint, region_name=self.region, **credentials)
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Any:
         log_file = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-        proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-        log_file.close()
+        try:
+            proc = self._fork_emulator(argv, env, log_file) if name.startswith("emulator-") else None
+            if proc is None:
+                proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        finally:
+            log_file.close()
         self.children[name] = proc
         self._specs[name] = (argv, env)
-        log.info("started %s (pid %d)", name, proc.pid)
+        log.info("started %s (pid %d%s)", name, proc.pid, "" if isinstance(proc, subprocess.Popen) else ", forked")
         return proc
+
+    def _fork_emulator(self, argv: list[str], env: dict[str, str], log_file: Any) -> Any:
+        """A container emulator forked from the stack's emulator template (``emulator_zygote``), or None: the caller
+        then starts an interpreter (templates off, unsupported, or the template cannot fork: logged once)."""
+        prefix = [self.emulator_python, "-m", "omnireel_local.emulator"]
+        if argv[:3] != prefix or self._emulator_template_failed or not emulator_zygote.enabled():
+            return None
+        try:
+            if self._emulator_template is None or not self._emulator_template.alive():
+                if self._emulator_template is not None:
+                    log.warning("the emulator template (pid %d) exited; starting another", self._emulator_template.pid)
+                    self._emulator_template.stop()
+                self._emulator_template = emulator_zygote.EmulatorTemplate(
+                    self.emulator_python, dict(os.environ), ROOT, self.logs / "emulator-template.log"
+                )
+            return self._emulator_template.fork(argv[3:], env, log_file)
+        except OSError as exc:
+            log.warning("emulators: the template cannot fork (%s); each emulator starts an interpreter", exc)
+            self._emulator_template_failed = True
+            return None
 
     def _start_emulator(self, model_name: str, env: dict[str, str]) -> str:
         """One container emulator per SageMaker Model, with the Model's container Environment (SM_VLLM_MODEL...)."""
@@ -526,6 +554,8 @@ class Stack:
                 log.warning("%s (pid %d) ignored SIGTERM; killing it", name, proc.pid)
                 proc.kill()
                 proc.wait(timeout=5)
+        if self._emulator_template is not None:
+            self._emulator_template.stop()
         if self.server is not None:
             try:
                 self.server.stop()

@@ -1,5 +1,6 @@
 """The local stack's supervisor restarts a container emulator that died (bounded, logged), and `local status` says
-when one stays dead (issue 10, item 5)."""
+when one stays dead (issue 10, item 5). The emulators are forked from a template (omnireel_local.emulator_zygote): one
+restart here finds the template dead as well and forks from a new one."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_pat
         name = f"emulator-{model}"
         for restart in range(1, MAX_RESTARTS + 1):
             pid = int(stack.state()["child_pids"][name])
+            template = stack.state()["child_pids"].get("emulator-template")  # the emulators' template (its forks)
+            if restart == 2 and template:  # a template that died too: the restart forks from a new one
+                os.kill(int(template), signal.SIGKILL)
             os.kill(pid, signal.SIGKILL)
             new_pid = wait_for(
                 lambda pid=pid: (p := stack.state().get("child_pids", {}).get(name)) and int(p) != pid and int(p),
@@ -42,6 +46,8 @@ def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_pat
                 f"{name} restart {restart}",
             )
             assert homedir.pid_is_ours(int(new_pid), "omnireel_local.emulator")
+            if restart == 2 and template:
+                assert stack.state()["child_pids"]["emulator-template"] not in (None, template)
             wait_for(lambda: _pinged(url), RESTART_TIMEOUT_S, f"{name} answering /ping on the same port")
             status = stack.cli("local", "status", check=True).stdout
             assert f"({model}, restarted {restart} time(s))" in status, status

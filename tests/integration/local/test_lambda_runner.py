@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from omnireel_local import lambda_runner
 from omnireel_local.iam.identities import Credentials
 from omnireel_local.lambda_runner import CREDENTIAL_MARGIN_S, FunctionCode, Invocation, LambdaRunner
+from tests.support.import_env import import_time_env_reads
 
 HANDLER = """
 import os, time
@@ -336,61 +336,9 @@ def test_the_preloaded_modules_read_no_environment_at_import_but_what_the_templa
     """The rule behind IMPORT_TIME_ENV: every module the template imports (its preloads and what they import) is
     scanned for environment reads that run at import (module and class level, default arguments); each must be one
     the runner keys templates on, so no worker sees a value imported with another's environment."""
-    import subprocess
-
-    done = subprocess.run([sys.executable, "-c", SCAN], capture_output=True, text=True, timeout=60, check=True)
-    reads = json.loads(done.stdout)
+    reads = import_time_env_reads("omnireel_local.lambda_zygote:preload")
     assert reads, "the scan found no module-level read at all: it no longer sees them"
     assert set(reads) <= set(lambda_runner.IMPORT_TIME_ENV), reads
-
-
-SCAN = """
-import ast, json, sys
-
-from omnireel_local import lambda_zygote
-
-before = set(sys.modules)
-lambda_zygote.preload()
-ENV_CALLS = ("environ.get", "getenv", "environ.setdefault", "environ.pop", "environ.copy")
-
-
-def reads(tree):
-    found = []
-
-    def visit(node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # the body runs when called; these at import
-            for child in [*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)]:
-                visit(child)
-            return
-        if isinstance(node, ast.Lambda):
-            return
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(ENV_CALLS):
-            found.append(node.args[0] if node.args else ast.Constant("<the whole environment>"))
-        if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
-            found.append(node.slice)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
-
-
-out = {}
-for name in sorted(set(sys.modules) - before):
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None) or ""
-    if not path.endswith(".py"):
-        continue
-    with open(path, encoding="utf-8") as source:
-        tree = ast.parse(source.read())
-    for arg in reads(tree):
-        try:
-            value = eval(compile(ast.Expression(arg), path, "eval"), vars(module))
-        except Exception:
-            value = "<unresolved: " + ast.unparse(arg) + ">"
-        out.setdefault(str(value), []).append(name)
-print(json.dumps(out))
-"""
 
 
 def test_a_slow_cold_start_holds_up_no_other_invocation(templated, monkeypatch: pytest.MonkeyPatch) -> None:
