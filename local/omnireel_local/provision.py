@@ -16,9 +16,11 @@ the types botocore's service model expects (CloudFormation passes strings; APIs 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
+import os
 import re
 import zipfile
 from collections.abc import Callable
@@ -30,6 +32,7 @@ import boto3
 from botocore.config import Config
 
 from omnireel_template import (
+    ROOT,
     load_template,
     parameter_defaults,
     placeholder_code,
@@ -42,6 +45,7 @@ from . import cfn_rules
 log = logging.getLogger("omnireel_local.provision")
 
 CODE_BUCKET = "omnireel-local-code"
+TRANSFORM_CACHE = ROOT / ".aws-sam" / "local-transform"  # cached_sam_transform's results (git-ignored, make clean)
 NO_VALUE = object()
 
 # Local parameter values: short retry intervals and callback timeouts so that failure paths end in seconds, not hours.
@@ -151,7 +155,32 @@ class Provisioned:
 def transform(stack_name: str, region: str, template: dict[str, Any] | None = None) -> tuple[dict, dict, dict]:
     """(SAM template, transformed CloudFormation template, local folders by placeholder S3 key)."""
     sam, folders = placeholder_code(template or load_template(), CODE_BUCKET)
-    return sam, sam_transform(sam, stack_name, region), folders
+    return sam, cached_sam_transform(sam, stack_name, region), folders
+
+
+def cached_sam_transform(sam: dict[str, Any], stack_name: str, region: str, cache: Path = TRANSFORM_CACHE) -> dict:
+    """``sam_transform``, its result kept in ``cache`` under a digest of everything it depends on: the SAM template
+    (code locations included), the stack name, the region and the translator's version. The transform is a pure
+    function of those, so a kept result is the one it would compute: every stack start of a test run (a dozen) and
+    every `omnireel local up` after the first skip importing aws-sam-translator and translating (~0.5 CPU-s). A cache
+    that cannot be read or written (a read-only checkout) is skipped."""
+    from importlib.metadata import version
+
+    key = json.dumps([sam, stack_name, region, version("aws-sam-translator")], sort_keys=True, default=str)
+    path = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    cfn = sam_transform(sam, stack_name, region)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps(cfn), encoding="utf-8")
+        partial.replace(path)  # atomic: parallel stack starts (test workers) never read half a file
+    except OSError as exc:
+        log.debug("SAM transform not cached (%s)", exc)
+    return cfn
 
 
 def _zip_dir(folder: Path) -> bytes:
