@@ -17,7 +17,7 @@ import av
 from PIL import Image
 
 from omnireel.events.job_events import PROGRESS_EVENT_TYPES
-from tests.support.waiting import wait_for  # noqa: F401 - the e2e tests import it from here
+from tests.support.waiting import wait_for
 
 
 def decode_mp4(path: Path) -> tuple[int, int, int]:
