@@ -60,7 +60,10 @@ for name in sorted(set(sys.modules) - before):
     if not path.endswith(".py"):
         continue
     with open(path, encoding="utf-8") as source:
-        tree = ast.parse(source.read())
+        text = source.read()
+    if "environ" not in text and "getenv" not in text:  # every read `reads` finds names one of them: nothing here
+        continue
+    tree = ast.parse(text)
     for arg in reads(tree):
         try:
             value = eval(compile(ast.Expression(arg), path, "eval"), vars(module))
