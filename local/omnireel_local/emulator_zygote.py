@@ -88,7 +88,6 @@ class EmulatorTemplate(zygote.Template):
     def __init__(self, python: str, env: dict[str, str], cwd: Path, log_path: Path):
         super().__init__("omnireel_local.emulator_zygote", python, {**env, "PYTHONUNBUFFERED": "1"}, log_path,
                          start_timeout_s=START_TIMEOUT_S, cwd=cwd, stdout=subprocess.PIPE)  # fmt: skip
-        self.cwd = cwd
         self._codes: dict[int, int] = {}
         self._gone = False
         self._changed = threading.Condition()

@@ -366,7 +366,7 @@ class Stack:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> Any:
         log_file = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
-            proc = self._fork_emulator(argv, env, log_file) if name.startswith("emulator-") else None
+            proc = self._fork_emulator(argv, env, log_file)
             if proc is None:
                 proc = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         finally:
@@ -377,8 +377,9 @@ class Stack:
         return proc
 
     def _fork_emulator(self, argv: list[str], env: dict[str, str], log_file: Any) -> Any:
-        """A container emulator forked from the stack's emulator template (``emulator_zygote``), or None: the caller
-        then starts an interpreter (templates off, unsupported, or the template cannot fork: logged once)."""
+        """``argv`` (a container emulator's command) forked from the stack's emulator template (``emulator_zygote``),
+        or None: the caller then starts it as an interpreter (not an emulator, templates off or unsupported, or the
+        template cannot fork: logged once)."""
         prefix = [self.emulator_python, "-m", "omnireel_local.emulator"]
         if argv[:3] != prefix or self._emulator_template_failed or not emulator_zygote.enabled():
             return None

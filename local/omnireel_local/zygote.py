@@ -208,6 +208,7 @@ class Template:
             raise
         finally:
             theirs.close()
+        self.cwd = cwd
         self.socket = ours
         self.socket.settimeout(start_timeout_s)  # the first answer waits for the template's imports
         self.lock = threading.Lock()

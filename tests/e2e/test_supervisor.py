@@ -8,11 +8,11 @@ import os
 import signal
 from pathlib import Path
 
-import httpx
 import pytest
 
 from omnireel_local import home as homedir
 from omnireel_local.stack import MAX_RESTARTS
+from tests.support.processes import answers_ping
 from tests.support.stack import start_stack, stop_stack
 
 from .helpers import wait_for
@@ -20,13 +20,6 @@ from .helpers import wait_for
 pytestmark = pytest.mark.e2e
 
 RESTART_TIMEOUT_S = 40.0
-
-
-def _pinged(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/ping", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_path: Path) -> None:
@@ -48,7 +41,7 @@ def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_pat
             assert homedir.pid_is_ours(int(new_pid), "omnireel_local.emulator")
             if restart == 2 and template:
                 assert stack.state()["child_pids"]["emulator-template"] not in (None, template)
-            wait_for(lambda: _pinged(url), RESTART_TIMEOUT_S, f"{name} answering /ping on the same port")
+            wait_for(lambda: answers_ping(url), RESTART_TIMEOUT_S, f"{name} answering /ping on the same port")
             status = stack.cli("local", "status", check=True).stdout
             assert f"({model}, restarted {restart} time(s))" in status, status
         log = (stack.home / "logs" / "stack.log").read_text()
@@ -61,7 +54,7 @@ def test_killed_emulator_is_restarted_then_reported_dead_past_the_budget(tmp_pat
         )
         status = stack.cli("local", "status", check=True).stdout
         assert f"({model}, DEAD: exited with code -9, not restarted after {MAX_RESTARTS} restart(s))" in status
-        assert not _pinged(url)
+        assert not answers_ping(url)
     finally:
         left = stop_stack(stack)
     assert left == []

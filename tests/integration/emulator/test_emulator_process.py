@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 import websockets
 
 from omnireel_local.home import free_port as _free_port
-from tests.support.processes import stop_process
+from tests.support.processes import stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -36,16 +35,7 @@ def emulator(tmp_path_factory) -> Iterator[tuple[str, Path]]:
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 20
-            while True:
-                assert proc.poll() is None, log_path.read_text()
-                try:
-                    if httpx.get(f"{base}/ping", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "emulator did not start within 20 s"
-                time.sleep(0.1)
+            wait_until_serving(proc, base, 20, str(log_path))
             yield base, log_path
         finally:
             stop_process(proc, grace_s=10)

@@ -19,6 +19,7 @@ from omnireel_local.emulator.config import EmulatorConfig
 from omnireel_local.emulator_python import emulator_python
 from omnireel_template import ROOT, load_template
 from tests.support.import_env import import_time_env_reads
+from tests.support.processes import answers_ping, wait_until_serving
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not zygote.supported(), reason="process templates need pidfds (Linux 5.3+)")
@@ -45,16 +46,8 @@ def _fork(template: emulator_zygote.EmulatorTemplate, tmp_path: Path, model: str
         child = template.fork(["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env, log)
     template.children.append(child)  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: child.poll() is not None or _pinged(url), 60, f"the forked emulator on port {port}")
-    assert child.poll() is None, (tmp_path / f"emulator-{port}.log").read_text()
+    wait_until_serving(child, url, 60, str(tmp_path / f"emulator-{port}.log"))
     return child, url
-
-
-def _pinged(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/ping", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _parent(pid: int) -> int:
@@ -80,7 +73,7 @@ def test_a_killed_or_stopped_emulator_reports_the_signal_that_ended_it(template,
     assert wait_for(killed.poll, 10, "the killed emulator's exit code") == -signal.SIGKILL  # as Popen says it
     stopped.terminate()  # as `omnireel local down` asks: uvicorn shuts down, then ends by the signal it caught
     assert stopped.wait(timeout=10) == -signal.SIGTERM  # what Popen says of an emulator started as an interpreter
-    assert survivor.poll() is None and _pinged(survivor_url)
+    assert survivor.poll() is None and answers_ping(survivor_url)
 
 
 def test_a_template_that_has_gone_forks_nothing_and_its_children_still_end(template, tmp_path: Path) -> None:

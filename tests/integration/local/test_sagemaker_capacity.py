@@ -32,7 +32,7 @@ from omnireel_local import sagemaker_hosting
 from omnireel_local.home import free_port as _free_port
 from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
-from tests.support.processes import stop_process
+from tests.support.processes import stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[3]
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -59,16 +59,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                assert proc.poll() is None, log_path.read_text()
-                try:
-                    if httpx.get(f"{base}/ping", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "emulator did not start within 30 s"
-                time.sleep(0.1)
+            wait_until_serving(proc, base, 30, str(log_path))
             yield base
         finally:
             stop_process(proc, grace_s=10)
