@@ -66,6 +66,7 @@ LOG_FILE = "fault-injection.log.jsonl"
 
 _lock = threading.Lock()
 _home: Path | None = None
+_config_path: str | None = None  # str(_home / CONFIG_FILE): stat'ed on every DynamoDB item call, so no Path per call
 _base: dict[str, Any] = {}
 _config: dict[str, Any] = {}
 _mtime: float | None = None
@@ -74,8 +75,9 @@ _seen: Counter[str] = Counter()
 
 def configure(home: Path) -> None:
     """Called once by the stack supervisor: where the runtime config file and the injection log live."""
-    global _home, _base, _config
+    global _home, _config_path, _base, _config
     _home = home
+    _config_path = os.fspath(home / CONFIG_FILE)
     raw = os.environ.get(ENV)
     _base = json.loads(raw) if raw else {}
     _config = dict(_base)
@@ -85,14 +87,14 @@ def configure(home: Path) -> None:
 
 def _current() -> dict[str, Any]:
     global _config, _mtime
-    if _home is None:
+    if _home is None or _config_path is None:
         return _config
-    path = _home / CONFIG_FILE
     try:
-        mtime = path.stat().st_mtime
+        mtime = os.stat(_config_path).st_mtime
     except OSError:
         mtime = None
     if mtime != _mtime:
+        path = _home / CONFIG_FILE
         with _lock:
             _mtime = mtime
             try:
@@ -196,6 +198,11 @@ def lambda_crash(function_name: str, payload: str) -> float | None:
 def start_execution_failure(name: str) -> bool:
     """Step Functions StartExecution for execution ``name``: True to refuse it (throttled)."""
     return _rate_hit("sfn_start_failure_rate", "sfn_start", name, "sfn_start_failure")
+
+
+def dynamodb_throttle_armed() -> bool:
+    """Whether a ``dynamodb_throttle`` is configured at all (the hook reads a request's body only then)."""
+    return bool(_current().get("dynamodb_throttle"))
 
 
 def dynamodb_throttle(body: str) -> bool:

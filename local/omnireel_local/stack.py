@@ -146,7 +146,7 @@ class Stack:
         self.emulator_python = emulator_python()
 
         self.phase("starting the local AWS (moto)")
-        from . import fault_injection, patches
+        from . import fault_injection, http_headers, patches
         from .aws_server import AwsServer
         from .iam import identities
         from .lambda_runner import FunctionCode, LambdaRunner
@@ -170,6 +170,7 @@ class Stack:
         # the admin user's calls come first, and moto's own account lookup would create all six IAM partitions for
         # them, ~1,600 managed policies each (py-spy: ~0.8 s of every stack's start).
         speed.patch_account_lookup()
+        http_headers.install()  # this process's header blocks without the email parser when plain (http_headers.py)
         self.server = AwsServer("127.0.0.1", self.moto_port)
         self.server.start()
         self.http.post(

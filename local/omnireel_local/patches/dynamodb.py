@@ -53,6 +53,8 @@ def patch_dynamodb_fault_hook(set_attribute: Callable[[Any, str, Any], None] = s
             continue
 
         def hooked(self: Any, _original: Any = original) -> Any:
+            if not fault_injection.dynamodb_throttle_armed():
+                return _original(self)
             raw = self.body
             body = raw.decode(errors="replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
             body = body or json.dumps(raw, default=str)

@@ -15,7 +15,8 @@ from omnireel_local import fault_injection
 
 @pytest.fixture
 def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    for name, value in (("_home", None), ("_base", {}), ("_config", {}), ("_mtime", None), ("_seen", Counter())):
+    state = {"_home": None, "_config_path": None, "_base": {}, "_config": {}, "_mtime": None, "_seen": Counter()}
+    for name, value in state.items():
         monkeypatch.setattr(fault_injection, name, value)  # restored after the test
     monkeypatch.delenv(fault_injection.ENV, raising=False)
     fault_injection.configure(tmp_path)
