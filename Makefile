@@ -204,10 +204,12 @@ test-scale: $(DEV_STAMP) $(AWS_STAMP) | $(filter test,$(MAKECMDGOALS)) ## the sc
 	@mkdir -p $(JUNIT_DIR)
 	@$(PYTEST) -p no:cacheprovider $(call JUNIT,scale) $(SCALE_PATHS) $(SCALE_TESTS)
 
-test-durations: $(DEV_STAMP) ## run `make test` and `make test-scale`, then write their seconds per file to tests/durations.json
-	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory test-scale
-	@$(DEV_PY) scripts/test_durations.py $(JUNIT_DIR)/main.xml $(JUNIT_DIR)/waiting.xml $(JUNIT_DIR)/scale.xml
+CPU_LOG := $(JUNIT_DIR)/file-cpu.jsonl
+test-durations: $(DEV_STAMP) ## run `make test` and `make test-scale`, then write their seconds and CPU seconds per file to tests/durations.json
+	@mkdir -p $(JUNIT_DIR) && rm -f $(CPU_LOG)
+	@OMNIREEL_FILE_CPU_LOG=$(abspath $(CPU_LOG)) $(MAKE) --no-print-directory test
+	@OMNIREEL_FILE_CPU_LOG=$(abspath $(CPU_LOG)) $(MAKE) --no-print-directory test-scale
+	@$(DEV_PY) scripts/test_durations.py $(JUNIT_DIR)/main.xml $(JUNIT_DIR)/waiting.xml $(JUNIT_DIR)/scale.xml $(CPU_LOG)
 
 LINT_LOG := .aws-sam/lint.log
 # The waiting lane: test files that spend most of their wall time waiting (Step Functions heartbeats and callback

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.run_order import file_of, longest_first
+from tests.support import file_cpu
+from tests.support.run_order import file_of, order
 from tests.support.shared_stack import SharedStack, stop_after
 
 if TYPE_CHECKING:
@@ -60,9 +62,36 @@ SHARED_STACK = pytest.StashKey[SharedStack]()
 FILES_WITH_STACK = pytest.StashKey[set[str]]()
 
 
+FILE_CPU = pytest.StashKey["file_cpu.FileCpu | None"]()
+
+
+def _file_cpu(config: pytest.Config) -> file_cpu.FileCpu | None:
+    """`make test-durations` (``OMNIREEL_FILE_CPU_LOG``): this test process logs the CPU of every file it runs
+    (tests/support/file_cpu.py); the xdist controller, which runs none, does not."""
+    if FILE_CPU not in config.stash:
+        log = os.environ.get(file_cpu.ENV)
+        running_tests = not config.pluginmanager.hasplugin("dsession")
+        base = config._tmp_path_factory.getbasetemp() if log and running_tests else None  # pytest's tmp_path root
+        config.stash[FILE_CPU] = file_cpu.start(Path(log), base) if log and base is not None else None
+    return config.stash[FILE_CPU]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    measuring = _file_cpu(item.config)
+    if measuring is not None:
+        measuring.boundary(file_of(item))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    measuring = session.config.stash.get(FILE_CPU, None)
+    if measuring is not None:
+        measuring.boundary(None)
+
+
 # The order of the files (longest first, from the measured seconds in tests/durations.json): tests/support/run_order.py.
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[FILES_WITH_STACK] = longest_first(items)
+    config.stash[FILES_WITH_STACK] = order(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -25,6 +25,7 @@ from omnireel_cli.local_stack import parse_env_lines
 from omnireel_local import home as homedir
 from omnireel_local.runtime_python import COVERAGE_VARS
 from omnireel_local.runtime_python import ENV_VAR as RUNTIME_PYTHON
+from tests.support import file_cpu
 from tests.support.omnireel_command import omnireel_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,7 @@ def start_stack(home: Path, *extra: str, env: dict[str, str] | None = None, fixe
 
 def stop_stack(stack: LocalStack) -> list[int]:
     """`omnireel local down`; returns the pids still alive afterwards (killing them so nothing leaks)."""
+    file_cpu.before_stop()  # `make test-durations` counts what the stack used until now
     try:
         pids = stack.pids()
     except (OSError, ValueError):

@@ -57,6 +57,7 @@ def test_the_file_on_disk_rule_matches_what_pytest_collects() -> None:
 def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(monkeypatch) -> None:
     seconds = {"tests/unit/a.py": 1.0, "tests/e2e/b.py": 90.0, "tests/e2e/c.py": 200.0}
     monkeypatch.setattr(run_order, "file_seconds", lambda: seconds)
+    monkeypatch.setattr(run_order, "file_cpu_seconds", lambda: {})
 
     class Item:
         def __init__(self, nodeid: str) -> None:
@@ -64,7 +65,7 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
 
     ids = ["tests/unit/a.py::x", "tests/e2e/b.py::y", "tests/unit/a.py::z", "tests/e2e/c.py::w[1]", "tests/new.py::n"]
     items = [Item(n) for n in ids]
-    run_order.longest_first(items)
+    run_order.order(items)
     assert [i.nodeid for i in items] == [
         "tests/e2e/c.py::w[1]",
         "tests/e2e/b.py::y",
@@ -73,7 +74,7 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
         "tests/new.py::n",
     ]
     # the collection hook of tests/conftest.py is this order
-    assert "    config.stash[FILES_WITH_STACK] = longest_first(items)\n" in (ROOT / "tests" / "conftest.py").read_text()
+    assert "    config.stash[FILES_WITH_STACK] = order(items)\n" in (ROOT / "tests" / "conftest.py").read_text()
 
 
 class _Definition:
@@ -100,6 +101,7 @@ def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(m
     seconds = {"tests/unit/long.py": 300.0, "tests/e2e/own.py": 200.0, "tests/e2e/short.py": 5, "tests/e2e/b.py": 90}
     seconds["tests/e2e/tuned.py"] = 10
     monkeypatch.setattr(run_order, "file_seconds", lambda: seconds)
+    monkeypatch.setattr(run_order, "file_cpu_seconds", lambda: {})
     items = [
         _Item("tests/unit/long.py::a"),
         _Item("tests/e2e/own.py::b", stack_baseid="tests/e2e/own.py"),  # a module's own `stack`: a variant stack
@@ -109,7 +111,7 @@ def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(m
         # a module's `stack` that requests `stack`: the shared one, reconfigured
         _Item("tests/e2e/tuned.py::f", stack_baseid="tests/e2e/tuned.py", builds_on_shared=True),
     ]
-    with_stack = run_order.longest_first(items)
+    with_stack = run_order.order(items)
     assert with_stack == {"tests/e2e/short.py", "tests/e2e/b.py", "tests/e2e/tuned.py"}
     assert [i.nodeid for i in items] == [
         "tests/e2e/b.py::e",
@@ -119,6 +121,60 @@ def test_the_files_that_use_the_shared_stack_go_first_each_group_longest_first(m
         "tests/unit/long.py::a",
         "tests/e2e/own.py::b",
     ]
+
+
+def test_the_shared_stack_s_files_alternate_waiting_and_busy_each_half_longest_first() -> None:
+    # (seconds, CPU seconds): the four longest mostly wait; the shorter ones keep a core busy
+    measured = {
+        "tests/e2e/limits.py": (80.0, 11.0),
+        "tests/e2e/tenants.py": (60.0, 18.0),
+        "tests/e2e/delivery.py": (59.0, 15.0),
+        "tests/e2e/admission.py": (57.0, 9.0),
+        "tests/e2e/capacity.py": (40.0, 32.0),
+        "tests/e2e/batches.py": (21.0, 23.0),
+        "tests/e2e/corpus.py": (15.0, 16.0),
+    }
+    seconds = {f: s for f, (s, _) in measured.items()} | {"tests/e2e/new.py": 30.0}
+    cpu = {f: c for f, (_, c) in measured.items()}  # new.py has no CPU figure yet: it counts as busy
+    assert run_order.stack_file_order(sorted(seconds), seconds, cpu) == [
+        "tests/e2e/limits.py",  # waiting (under half a core), longest first
+        "tests/e2e/capacity.py",  # busy, longest first
+        "tests/e2e/tenants.py",
+        "tests/e2e/new.py",
+        "tests/e2e/delivery.py",
+        "tests/e2e/batches.py",
+        "tests/e2e/admission.py",
+        "tests/e2e/corpus.py",
+    ]
+
+
+def test_busy_files_are_handed_out_in_proportion_to_the_seconds_so_they_last_to_the_end() -> None:
+    seconds = {"tests/e2e/w1.py": 100.0, "tests/e2e/w2.py": 99.0} | {f"tests/e2e/b{i}.py": 20.0 - i for i in range(6)}
+    cpu = {f: (10.0 if "/w" in f else s) for f, s in seconds.items()}
+    assert run_order.stack_file_order(sorted(seconds), seconds, cpu) == [
+        "tests/e2e/w1.py",  # half of the waiting seconds: half of the busy ones come before the next waiting file
+        "tests/e2e/b0.py",
+        "tests/e2e/b1.py",
+        "tests/e2e/b2.py",
+        "tests/e2e/w2.py",
+        "tests/e2e/b3.py",
+        "tests/e2e/b4.py",
+        "tests/e2e/b5.py",
+    ]
+
+
+def test_without_cpu_figures_the_shared_stack_s_files_go_longest_first() -> None:
+    seconds = {"tests/e2e/a.py": 10.0, "tests/e2e/b.py": 30.0, "tests/e2e/c.py": 20.0}
+    expected = ["tests/e2e/b.py", "tests/e2e/c.py", "tests/e2e/a.py"]
+    assert run_order.stack_file_order(sorted(seconds), seconds, {}) == expected
+
+
+def test_the_cpu_figures_name_only_test_files_on_disk_and_are_positive() -> None:
+    cpu = run_order.file_cpu_seconds()
+    assert cpu, f"tests/durations.json has no cpu_seconds: {REFRESH}"
+    stale = sorted(set(cpu) - set(files_on_disk()))
+    assert not stale, f"tests/durations.json has CPU seconds for files not on disk: {stale}: {REFRESH}"
+    assert all(c > 0 for c in cpu.values())
 
 
 def test_the_shared_stack_stops_between_files_when_the_next_one_does_not_use_it() -> None:
@@ -175,4 +231,4 @@ def test_ci_runs_make_test_with_coverage_then_the_scale_lane() -> None:
 
 def test_durations_file_is_plain_json_with_its_source() -> None:
     doc = json.loads((ROOT / "tests" / "durations.json").read_text())
-    assert set(doc) == {"about", "measured", "seconds"}
+    assert set(doc) == {"about", "measured", "seconds", "cpu_seconds"}
