@@ -268,21 +268,34 @@ def patch_update_traversal(set_attribute: Callable[[Any, str, Any], None] = seta
     processor rebuilt its map of node classes to handlers (``_processing_map``), made a tuple of its keys and ran
     ``isinstance`` against it (ABCs: slow checks). Every processor's map is a constant of its class (node classes to
     its own bound methods), so the handler for a node class is found once per processor and kept on it; the walk, the
-    order of the map (the first class that matches wins) and every handler are moto's. A processor lives for one
-    validation (the Validator creates them), so nothing outlives the request.
+    order of the map (the first class that matches wins) and every handler are moto's. Every map is a literal of
+    node classes to the processor's own methods, so what is kept is the method's function per (processor class, node
+    class), bound to the processor at hand (a handler that is not the processor's own method would be looked up per
+    processor, as moto builds it: none is today).
     """
     from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 
     if getattr(DepthFirstTraverser.traverse_node_recursively, "omnireel_cached", False):
         return
+    functions: dict[tuple[type, type], Any] = {}  # (processor class, node class) -> function, None or own_map
+    own_map = object()  # the handler is not a method of the processor: ask the processor's own map
 
     def handler_for(processor: Any, node_type: type) -> Any:
-        handlers = processor.__dict__.setdefault("_omnireel_handlers", {})
-        if node_type not in handlers:  # moto's isinstance(node, keys) then process(): the first class that matches
-            handlers[node_type] = next(
+        key = (type(processor), node_type)
+        function = functions.get(key, functions)
+        if function is functions:  # moto's isinstance(node, keys) then process(): the first class that matches
+            handler = next(
                 (handler for cls, handler in processor._processing_map().items() if issubclass(node_type, cls)), None
             )
-        return handlers[node_type]
+            function = functions[key] = (
+                None if handler is None else handler.__func__ if getattr(handler, "__self__", None) is processor
+                else own_map
+            )  # fmt: skip
+        if function is None:
+            return None
+        if function is own_map:
+            return next(h for cls, h in processor._processing_map().items() if issubclass(node_type, cls))
+        return function.__get__(processor)
 
     def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
         if isinstance(node, Node):
