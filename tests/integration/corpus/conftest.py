@@ -5,6 +5,7 @@ from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 
 from omnireel_local.patches.speed import (
+    patch_condition_lex_cache,
     patch_json_path_cache,
     patch_program_cache,
     patch_sns_signing_key,
@@ -24,6 +25,7 @@ def corpus_pipeline():
         patch_program_cache(patch.setattr)  # patch 22: one parse per definition (validation included)
         patch_update_traversal(patch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
         patch_json_path_cache(patch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
+        patch_condition_lex_cache(patch.setattr)  # patch 35: one lexing per condition expression, as on the stack
         serialize_metrics(patch.setattr)  # handlers on moto's threads share Powertools' metric set
         pipeline = Pipeline()
         patch.setattr(LambdaFunction, "_invoke_lambda", pipeline.lambda_patch())

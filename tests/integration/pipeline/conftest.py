@@ -6,6 +6,7 @@ from moto.stepfunctions.responses import StepFunctionResponse
 
 from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
 from omnireel_local.patches.speed import (
+    patch_condition_lex_cache,
     patch_json_path_cache,
     patch_program_cache,
     patch_sns_signing_key,
@@ -41,6 +42,7 @@ def make_pipeline(monkeypatch):
     patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
     patch_update_traversal(monkeypatch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
     patch_json_path_cache(monkeypatch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
+    patch_condition_lex_cache(monkeypatch.setattr)  # patch 35: one lexing per condition expression, as on the stack
     # patch 26: a read answers from a consistent item (a GetItem serialising the job while a handler on another moto
     # thread updated it failed one CI run with "dictionary changed size during iteration")
     patch_dynamodb_atomic_requests(monkeypatch.setattr)
