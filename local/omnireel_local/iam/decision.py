@@ -12,10 +12,9 @@ their own table, and an ``sts:AssumeRole`` also decided by the role's trust poli
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from typing import Any
 
-from .policy import ALLOW, DENY, NEUTRAL, Principal, document, evaluate, transaction_items
+from .policy import ALLOW, DENY, NEUTRAL, Principal, document, evaluate, policy_source, transaction_items
 
 
 def access_key(account: str, access_key_id: str, session_token: str | None) -> Any:
@@ -72,13 +71,8 @@ _EVALUATIONS_MAX = 8192
 
 def _source(policy: Any) -> str | None:
     """The JSON text of a policy as moto stores it (what ``document`` parses), or None if it is held as a mapping."""
-    if isinstance(policy, Mapping):
-        policy = policy.get("policy_document", policy)
-    if hasattr(policy, "versions"):
-        policy = next(v for v in policy.versions if v.is_default).document
-    if isinstance(policy, bytes):
-        policy = policy.decode()
-    return policy if isinstance(policy, str) else None
+    source = policy_source(policy)
+    return source if isinstance(source, str) else None
 
 
 def evaluated(policies: list[Any], action: str, resource: str, context: dict[str, Any], principal: Principal, *,

@@ -235,15 +235,22 @@ def evaluate(
     return result
 
 
-def document(policy: Any) -> dict[str, Any]:
-    """A policy document from what moto stores (a JSON string, a dict with ``policy_document``, a Policy object)."""
+def policy_source(policy: Any) -> Any:
+    """What moto stores for a policy (a JSON string, a dict with ``policy_document``, a Policy object), unwrapped: its
+    JSON text, or the mapping it is held as."""
     if isinstance(policy, Mapping):
         policy = policy.get("policy_document", policy)
     if hasattr(policy, "versions"):
         policy = next(v for v in policy.versions if v.is_default).document
     if isinstance(policy, bytes):
         policy = policy.decode()
-    return json.loads(policy) if isinstance(policy, str) else dict(policy)
+    return policy
+
+
+def document(policy: Any) -> dict[str, Any]:
+    """A policy document from what moto stores (``policy_source``, parsed)."""
+    source = policy_source(policy)
+    return json.loads(source) if isinstance(source, str) else dict(source)
 
 
 @dataclass(frozen=True)
@@ -453,6 +460,7 @@ __all__ = [
     "conditions_hold",
     "document",
     "evaluate",
+    "policy_source",
     "request_context",
     "resource_arn",
     "wildcard",

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.comparisons import ConditionExpressionParser
 
 from omnireel_local.patches.speed import patch_condition_lex_cache
+from tests.support.dynamodb_tables import jobs_table
 
 ITEM = {"job_id": {"S": "a"}, "status": {"S": "accepted"}, "attempts": {"N": "0"}, "caller": {"S": "c1"}}
 NAMES = {"#s": "status"}
@@ -48,11 +48,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def _outcomes() -> list[Any]:
-    ddb = boto3.client("dynamodb", region_name="us-east-1")
-    ddb.create_table(TableName="jobs", BillingMode="PAY_PER_REQUEST",
-                     AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
-                     KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}])  # fmt: skip
-    ddb.put_item(TableName="jobs", Item=ITEM)
+    ddb = jobs_table(ITEM)
     outcomes: list[Any] = []
     for operation, arguments in CALLS:
         try:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
 
 from omnireel_local.patches.speed import patch_update_traversal
+from tests.support.dynamodb_tables import jobs_table
 
 KEY = {"job_id": {"S": "a"}}
 ITEM = {
@@ -44,11 +44,7 @@ UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
 
 
 def _outcomes() -> list[Any]:
-    ddb = boto3.client("dynamodb", region_name="us-east-1")
-    ddb.create_table(TableName="jobs", BillingMode="PAY_PER_REQUEST",
-                     AttributeDefinitions=[{"AttributeName": "job_id", "AttributeType": "S"}],
-                     KeySchema=[{"AttributeName": "job_id", "KeyType": "HASH"}])  # fmt: skip
-    ddb.put_item(TableName="jobs", Item=ITEM)
+    ddb = jobs_table(ITEM)
     outcomes: list[Any] = []
     for expression, names, values in UPDATES:
         extra: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
