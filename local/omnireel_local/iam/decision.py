@@ -56,11 +56,6 @@ def identity_policies(key: Any) -> list[Any]:
         return []
 
 
-def identity_documents(key: Any) -> list[dict[str, Any]]:
-    """The caller's identity policy documents (``identity_policies``, parsed)."""
-    return [document(p) for p in identity_policies(key)]
-
-
 # Evaluations of the same policy texts for the same call (action, resource, condition keys, principal) give the same
 # answer: they are kept, by the texts as moto stores them, so a call pays for reading its policies from moto but not
 # for parsing and evaluating them again (~6 % of the local AWS's CPU per call; py-spy of a GetItem loop). A changed
