@@ -78,13 +78,14 @@ def main() -> int:
     on_disk = test_files()
     # At least 0.1 s: a file that ran takes some time (and 0 would never be ordered).
     seconds = {path: max(0.1, round(new.get(path, old.get(path, estimate(path))), 1)) for path in on_disk}
-    cpu = {path: max(0.1, round(new_cpu.get(path, old_cpu.get(path, 0.0)), 1)) for path in on_disk}
+    measured_once = [path for path in on_disk if path in new_cpu or path in old_cpu]  # never measured: no figure
+    cpu = {path: max(0.1, round(new_cpu.get(path, old_cpu.get(path, 0.0)), 1)) for path in measured_once}
     doc = {
         "about": "Seconds and CPU seconds per test file in a real run, for the order of tests/support/run_order.py. "
         "Refresh: make test-durations (a new file may be added by hand with an estimate until then).",
         "measured": f"{datetime.now(UTC):%Y-%m-%d} from {', '.join(r.name for r in [*reports, *cpu_logs])}",
         "seconds": dict(sorted(seconds.items())),
-        "cpu_seconds": {path: c for path, c in sorted(cpu.items()) if path in new_cpu or path in old_cpu},
+        "cpu_seconds": dict(sorted(cpu.items())),
     }
     DURATIONS.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"tests/durations.json: {len(new)} files measured ({len(new_cpu)} with their CPU), {len(seconds)} in all")

@@ -42,7 +42,7 @@ def parse_header_lines(header_lines: list[bytes], _class: type = http.client.HTT
         name, value = text[:colon], text[colon + 1 :].lstrip(" \t")
         if name.lower() == "content-type" and ("multipart" in value.lower() or "message" in value.lower()):
             return original(header_lines, _class)  # the email parser looks into these bodies
-        headers.append((name, value.rstrip("\r\n")))
+        headers.append((name, value))  # the email parser's value: stripped before, and no CR or LF is left in it
     message = _class(policy=email_policy.compat32)
     message._headers = headers
     message._payload = ""  # what the parser leaves after a header-only block

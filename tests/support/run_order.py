@@ -49,7 +49,8 @@ def file_of(item) -> str:
 
 
 def stack_file_order(files: list[str], seconds: dict[str, float], cpu: dict[str, float]) -> list[str]:
-    """The shared stack's files: waiting and busy ones alternating, each half longest first (see the docstring)."""
+    """The shared stack's files: the waiting and the busy group, each longest first, merged in proportion to their
+    seconds (see the module's docstring)."""
     intensity = {f: cpu[f] / seconds[f] for f in files if f in cpu and seconds.get(f, 0.0) > 0}
 
     def longest(group: list[str]) -> list[str]:
