@@ -12,7 +12,11 @@ the run. Among them, files that mostly wait on their stack (a webhook's retry sc
 caller's limits: ~0.15-0.3 of a core) are mixed with files that keep one busy (many jobs at once: ~0.6-1.1 of a core):
 in the order of their length alone, the four longest -- all waiting -- started together and left the 2 cores a third
 idle for most of a minute (measured 2026-12-06). Each group (below and from ``BUSY`` CPU seconds per second) goes
-longest first, the longest waiting file first, and the two are merged in proportion to their seconds. The other
+longest first, the longest waiting file first, and the two are merged in proportion to their seconds
+(``stack_file_order``). That mix is measured but not in use: it saturated the first minute, but the waiting files
+stretched under the load beside them, the stack phase grew, no wall time was gained in paired runs, and two of seven
+runs with it failed on contention (test_capacity's image container saw a request wait; the webhook isolation test
+never got its batch), against none of four without: ``order`` hands the stack's files out longest first. The other
 files follow, longest first (longest-processing-time-first), so the run does not end with one worker alone on a long
 file.
 """
@@ -84,7 +88,8 @@ def order(items) -> set[str]:
     Returns the files that use the shared stack."""
     seconds = file_seconds()
     with_stack = {file_of(item) for item in items if uses_shared_stack(item)}
-    rank = {f: i for i, f in enumerate(stack_file_order(sorted(with_stack), seconds, file_cpu_seconds()))}
+    # Longest first among the shared stack's files: the CPU figures are not used for the order (see the docstring).
+    rank = {f: i for i, f in enumerate(stack_file_order(sorted(with_stack), seconds, {}))}
     items.sort(
         key=lambda item: (
             file_of(item) not in with_stack,
