@@ -4,6 +4,7 @@ HTML page, a status line that is not HTTP, a body cut short), and records every 
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -35,7 +36,9 @@ class Script:
     url: str = ""
 
 
-def serve(script: Script) -> ThreadingHTTPServer:
+def serve(script: Script, tls: ssl.SSLContext | None = None) -> ThreadingHTTPServer:
+    """Serve ``script`` on a loopback port (over TLS with ``tls``, a server context); ``script.url`` says where."""
+
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -67,7 +70,9 @@ def serve(script: Script) -> ThreadingHTTPServer:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    script.url = f"http://127.0.0.1:{server.server_address[1]}"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    script.url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

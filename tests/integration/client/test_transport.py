@@ -5,6 +5,7 @@ signed afresh, and that errors carry the API's code and problems."""
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any
 
 import pytest
@@ -17,8 +18,9 @@ from omnireel_client import (
     ServerError,
     TransportError,
 )
+from tests.support.relay.tls_cert import self_signed_cert
 
-from .conftest import ACCEPTED, CREDENTIALS
+from .conftest import ACCEPTED, CREDENTIALS, Script, serve
 
 
 def _client(url: str, **options: Any) -> Client:
@@ -164,3 +166,42 @@ def test_a_429_is_bounded_and_then_a_typed_error_with_its_retry_after(api, monke
     assert caught.value.status == 429 and caught.value.code == "TooManyPendingJobs"
     assert caught.value.retry_after_s == 86400
     assert len(script.seen) == 4 and [p for p in pauses if p] == [transport.MAX_RATE_LIMIT_WAIT_S] * 3
+
+
+def test_a_client_of_a_plain_http_api_never_loads_the_ca_certificates(api, monkeypatch) -> None:
+    # Loading the system's CA certificates costs ~40 ms of CPU; urllib's HTTPS handler did it whenever a client was
+    # built (each CLI command), whatever the API's scheme.
+    def refuse(*_: Any, **__: Any) -> None:
+        raise AssertionError("the CA certificates were loaded for a plain http API")
+
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", refuse)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", refuse)
+    url, script = api
+    script.answers = [(202, ACCEPTED, {}, 0)]
+    assert _client(url).submit("p").job_id == ACCEPTED["job_id"]
+
+
+@pytest.fixture
+def tls_api(tmp_path) -> Any:
+    cert, key, _ = self_signed_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    script = Script(answers=[(202, ACCEPTED, {}, 0)])
+    server = serve(script, tls=context)
+    try:
+        yield script.url, script, cert
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_https_api_is_verified_against_the_systems_certificates(tls_api, monkeypatch) -> None:
+    # The TLS context is made at the first https request, and it is urllib's default: a certificate nobody trusts is
+    # refused, one in the trusted set (SSL_CERT_FILE, read when the context is made) is accepted.
+    url, script, cert = tls_api
+    with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
+        _client(url, attempts=1).submit("p")
+    assert script.seen == []
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert _client(url).submit("p").job_id == ACCEPTED["job_id"]
+    assert len(script.seen) == 1
