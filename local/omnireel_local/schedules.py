@@ -15,7 +15,7 @@ Two seconds, not one: the ticks are not free. The admission healer's run was the
 signed, authorised and served by the local AWS), so an idle stack spent about a sixth of a core on its schedules at
 one second a minute (measured 2026-12-05: 10 CPU-s a minute, server and Lambda workers), on a laptop as in every test
 stack; two seconds halve that and add at most a second to a healing (its grace is 10 s locally) and five to a
-safety-net sweep. Since, an idle pool's healing costs five calls and the local AWS keeps its connections open: an idle
+safety-net sweep. Since, an idle pool's healing costs four calls and the local AWS keeps its connections open: an idle
 stack uses ~2.2 CPU-s a minute (4 % of a core).
 
 Because a local minute lasts seconds, a run that lasts longer than it would overlap the next ones, which on AWS come a

@@ -272,6 +272,26 @@ def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
     assert callbacks.answered == [token]  # answered once
 
 
+def test_a_free_slot_left_by_a_release_whose_dispatch_never_ran_goes_to_the_waiting_job(stores):
+    """The release's Lambda died between its release and its dispatch: a slot is free and a job waits. The healer's
+    run sees both in the pool it read and dispatches."""
+    jobs, store = stores
+    callbacks = Callbacks()
+    gate = _one_slot_gate(jobs, store, callbacks)
+    gate.refresh("image")
+    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
+    assert gate.acquire(holder, "image")
+    token = f"token-{waiting}"
+    callbacks.waiters[token] = threading.Event()
+    assert gate.wait(waiting, "image", token) == "queued"
+    assert store.release("image", holder)  # and no dispatch
+    assert not callbacks.waiters[token].is_set()
+
+    report = gate.heal(workflow=_Running())  # type: ignore[arg-type]
+    assert report["image"]["granted"] == 1 and report["image"]["released"] == 0
+    assert callbacks.answered == [token] and store.holds("image", waiting)
+
+
 def test_a_grant_the_healer_answered_first_is_not_given_back_by_its_slow_dispatcher(stores):
     """The healer takes a grant for lost (older than its grace, the job still waiting) while its dispatcher is only
     slow, and answers the token first; the dispatcher's own SendTaskSuccess is then refused. The job runs on the grant,

@@ -215,8 +215,9 @@ class Gate:
     def heal(self, *, workflow: Workflow, metrics: AdmissionMetrics | None = None) -> dict[str, Any]:
         """The healing schedule's run (see the module docstring); returns what it repaired, per kind.
 
-        It runs every minute on every stack, mostly with nothing to repair: an idle pool costs five calls
-        (DescribeEndpoint, the capacity's write, the two item queries, dispatch's read). Only when the run changed
+        It runs every minute on every stack, mostly with nothing to repair: an idle pool costs four calls
+        (DescribeEndpoint, the capacity's write, the two item queries); dispatch runs when this run repaired anything
+        or the pool it read has a free slot and a job waiting. Only when the run changed
         the items, or they disagree with the counts, are the pool and the items read again and the counts written."""
         report: dict[str, Any] = {}
         pools: list[Pool] = []
@@ -250,8 +251,13 @@ class Gate:
                     recounted = self.store.recount(
                         pool, in_use=len(holders), waiting=len(entries), queued=queued, served=served
                     )
-            granted, last_read = self._dispatch(kind)
-            pool = last_read or pool
+            if released or dropped or recounted or (pool.free > 0 and pool.waiting > 0):
+                granted, last_read = self._dispatch(kind)
+                pool = last_read or pool
+            else:
+                # The pool as read just now (unchanged by this run) has no free slot or nobody waiting: a dispatch
+                # would read it again to find the same. A release or an enqueue after that read runs its own dispatch.
+                granted = 0
             pools.append(pool)
             still_waiting = self.store.entries(kind) if pool.waiting else []
             oldest[kind] = max(((now() - parse_time(e.enqueued_at)).total_seconds() for e in still_waiting), default=0)
