@@ -12,11 +12,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-import uvicorn
-
 from .. import heap
 from .app import BANNER, create_app
 from .config import EmulatorConfig
+from .server import serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("omnireel_local.emulator").warning("%s: listening on http://%s:%d", BANNER, args.host, args.port)
     app = create_app(config)
     heap.settle()  # the media libraries and the app, out of every later collection (omnireel_local/heap.py)
-    uvicorn.run(
+    serve(  # uvicorn, woken once a second when idle (emulator/server.py)
         app,
         host=args.host,
         port=args.port,
