@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import pytest
 
 from omnireel.events.published import RecordedDelivery
+from omnireel.webhooks import delivery
 from omnireel.webhooks.delivery import AttemptResult, post
 from omnireel.webhooks.dispatch import (
     DeliveryPolicy,
@@ -129,6 +130,32 @@ def test_a_tls_handshake_that_never_completes_is_cut_at_the_deadline() -> None:
         (result,) = _post_in_thread(target, 0.5, tls=ssl.create_default_context())
         assert silent.accepted.is_set() and silent.peer_closed.wait(BOUND_S)
     assert result.status is None and (result.detail or "").startswith("deadline")
+
+
+def test_https_attempts_share_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the system's CA certificates costs ~40 ms of CPU (more at a Lambda's share of a vCPU): an https attempt
+    with no context of its own takes the one made for the execution environment, which verifies certificates and host
+    names as ``ssl.create_default_context()`` does."""
+    made: list[ssl.SSLContext] = []
+    create = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        made.append(create(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    delivery.default_tls.cache_clear()
+    try:
+        for _ in range(2):
+            with receiver("silent") as silent:
+                target = WebhookTarget("https", "hooks.example.com", silent.port, "/", "127.0.0.1")
+                (result,) = _post_in_thread(target, 0.3)
+                assert silent.accepted.is_set()
+            assert (result.detail or "").startswith("deadline")
+        assert len(made) == 1
+        assert made[0].verify_mode == ssl.CERT_REQUIRED and made[0].check_hostname
+    finally:
+        delivery.default_tls.cache_clear()
 
 
 def test_no_time_left_means_no_connection() -> None:
