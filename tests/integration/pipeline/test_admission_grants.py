@@ -243,6 +243,19 @@ class _Running:
         return True
 
 
+def _a_holder_and_a_waiting_job(jobs, store, callbacks: Callbacks, **options) -> tuple[Gate, str, str, str]:
+    """A one-slot gate whose slot caller A's job holds while caller B's job waits for it: (gate, A's job, B's job,
+    B's task token)."""
+    gate = _one_slot_gate(jobs, store, callbacks, **options)
+    gate.refresh("image")
+    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
+    assert gate.acquire(holder, "image")
+    token = f"token-{waiting}"
+    callbacks.waiters[token] = threading.Event()
+    assert gate.wait(waiting, "image", token) == "queued"
+    return gate, holder, waiting, token
+
+
 def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
     """The dispatcher (a release's Lambda) died between its grant and SendTaskSuccess: the job holds the slot while its
     execution still waits, until its queue limit (an hour by default), and every other job waits behind it (found by
@@ -251,13 +264,7 @@ def test_a_grant_whose_answer_was_lost_is_answered_again_by_the_healer(stores):
     answered already is refused by Step Functions, so a job that moved on is left alone, and nothing resumes twice."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = _one_slot_gate(jobs, store, callbacks, grace_s=0)
-    gate.refresh("image")
-    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
-    assert gate.acquire(holder, "image")
-    token = f"token-{waiting}"
-    callbacks.waiters[token] = threading.Event()
-    assert gate.wait(waiting, "image", token) == "queued"
+    gate, holder, waiting, token = _a_holder_and_a_waiting_job(jobs, store, callbacks, grace_s=0)
     # the holder's release frees the slot and its dispatch grants it to the waiting job, then the process dies
     assert store.release("image", holder)
     (entry,) = store.entries("image")
@@ -277,13 +284,7 @@ def test_a_free_slot_left_by_a_release_whose_dispatch_never_ran_goes_to_the_wait
     run sees both in the pool it read and dispatches."""
     jobs, store = stores
     callbacks = Callbacks()
-    gate = _one_slot_gate(jobs, store, callbacks)
-    gate.refresh("image")
-    holder, waiting = _job(jobs, "caller-a"), _job(jobs, "caller-b")
-    assert gate.acquire(holder, "image")
-    token = f"token-{waiting}"
-    callbacks.waiters[token] = threading.Event()
-    assert gate.wait(waiting, "image", token) == "queued"
+    gate, holder, waiting, token = _a_holder_and_a_waiting_job(jobs, store, callbacks)
     assert store.release("image", holder)  # and no dispatch
     assert not callbacks.waiters[token].is_set()
 
