@@ -209,19 +209,30 @@ test-durations: $(DEV_STAMP) ## run `make test` and `make test-scale`, then writ
 	@mkdir -p $(JUNIT_DIR) && rm -f $(CPU_LOG)
 	@OMNIREEL_FILE_CPU_LOG=$(abspath $(CPU_LOG)) $(MAKE) --no-print-directory test
 	@OMNIREEL_FILE_CPU_LOG=$(abspath $(CPU_LOG)) $(MAKE) --no-print-directory test-scale
-	@$(DEV_PY) scripts/test_durations.py $(JUNIT_DIR)/main.xml $(JUNIT_DIR)/waiting.xml $(JUNIT_DIR)/scale.xml $(CPU_LOG)
+	@$(DEV_PY) scripts/test_durations.py $(JUNIT_DIR)/main.xml $(JUNIT_DIR)/waiting.xml $(JUNIT_DIR)/unit.xml $(JUNIT_DIR)/scale.xml $(CPU_LOG)
 
 LINT_LOG := .aws-sam/lint.log
 # The waiting lane: test files that spend most of their wall time waiting (Step Functions heartbeats and callback
 # timeouts; the job deadline's sweeps; emulator restarts; real-time audio) run in their own pytest run beside the xdist
 # workers, two files at a time. In a worker each left a CPU idle for most of its length (measured alone: CPU 20-60 %
 # of wall); beside the workers they only add their bursts of CPU. Not skipped: their output follows pytest's, and
-# either run failing fails `make test`. TEST_WORKERS=1 runs them inline. Both runs measure coverage (below).
+# either run failing fails `make test`. TEST_WORKERS=1 runs them inline. Every run measures coverage (below).
 WAITING_LANE := tests/integration/pipeline/test_state_machine.py tests/e2e/test_executions.py \
 	tests/e2e/test_supervisor.py tests/integration/relay/test_relay_long_utterances.py \
 	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
+# The unit lane: tests/unit (no local stack, no network: one module or process at a time; minus its files in the
+# waiting lane) runs in a third pytest run beside the others, two files at a time, at a lower CPU priority (nice
+# UNIT_NICE). Its files only compute, while the e2e files wait on their stacks a third of the time (the first minute
+# most: the longest files, handed out first, all wait at once): at the lower priority the unit files take the CPU the
+# stacks leave idle and yield it to their bursts. Measured on 2 cores (docs/benchmarks.md, tenth pass): idle CPU of a
+# run 74-77 -> 39-44 core-seconds. Not skipped: its output follows pytest's, and its failing fails `make test`.
+# TEST_WORKERS=1 runs it inline.
+UNIT_LANE := tests/unit
+UNIT_NICE := 5
+UNIT_LOG := .aws-sam/unit-lane.log
+UNITS := $(if $(filter 1,$(TEST_WORKERS)),,$(UNIT_LANE))
 
 # Coverage of the product code (layers/omnireel/omnireel, functions/, relay/omnireel_relay, client/omnireel_client;
 # settings in pyproject.toml [tool.coverage.*]), with COVERAGE=1 (`make test COVERAGE=1`; .ci/run runs that): in the
@@ -229,7 +240,7 @@ LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 # ["subprocess"]): while coverage is on, the local stacks' Lambda workers and relay run with .venv-dev's Python
 # (tests/support/stack.py), so the code the e2e tests drive counts. local/ (the stack itself, the emulators: a dev
 # tool) is not measured. Every process writes its own data file and pytest-cov combines a run's at its end; `make
-# test` then combines the main run's and the waiting lane's ($(COV_DIR)), prints the report and gates it
+# test` then combines the main run's and the two lanes' ($(COV_DIR)), prints the report and gates it
 # (COVERAGE_GATE): the total at COVERAGE_FLOOR, and the modules that decide outcomes at their own floors
 # (scripts/coverage_floors.py). `make coverage` shows the last measured run's again, with an HTML report.
 # Off by default in `make test` (issue 35: "in .ci/run if it costs too much in make test"): measuring every Lambda
@@ -246,7 +257,7 @@ COV_RUN = $(if $(MEASURE),COVERAGE_FILE=$(CURDIR)/$(COV_DIR)/$(1))
 COV_ARGS := $(if $(MEASURE),--cov --cov-report=)
 
 # The gate (a shell command; fails when a floor fails or there is no data): combine, report, JSON, per-module floors.
-COVERAGE_GATE = data=$$(ls $(COV_DIR)/main $(COV_DIR)/waiting 2>/dev/null); \
+COVERAGE_GATE = data=$$(ls $(COV_DIR)/main $(COV_DIR)/waiting $(COV_DIR)/unit 2>/dev/null); \
 	if [ -z "$$data" ]; then echo "no coverage data in $(COV_DIR): run make test first" >&2; exit 1; fi; \
 	rm -f $(COV_DIR)/combined; $(COV) combine --keep -q $$data || exit 1; \
 	echo "==> coverage of the product code: test processes, Lambda workers and relays (docs/development.md)"; \
@@ -264,21 +275,27 @@ test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## l
 	@# its minute. Its output is printed after pytest's; either failing fails `make test` (`make lint` alone runs it in
 	@# the foreground).
 	@# Coverage (COVERAGE=1): see COVERAGE_FLOOR above; its report and gate come last.
-	@mkdir -p $(dir $(LINT_LOG)) $(JUNIT_DIR) $(COV_DIR); $(if $(MEASURE),rm -f $(COV_DIR)/main $(COV_DIR)/waiting;) echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
+	@mkdir -p $(dir $(LINT_LOG)) $(JUNIT_DIR) $(COV_DIR); $(if $(MEASURE),rm -f $(COV_DIR)/main $(COV_DIR)/waiting $(COV_DIR)/unit;) echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
 	@$(MAKE) --no-print-directory -j1 lint >$(LINT_LOG) 2>&1 & gate=$$!; \
 	 if [ -n "$(LANE)" ]; then echo "==> waiting lane in the background (output after the tests: $(WAIT_LOG))"; \
 	   $(call COV_RUN,waiting) $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
 	   $(call JUNIT,waiting) $(COV_ARGS) $(LANE) \
 	   >$(WAIT_LOG) 2>&1 & lane=$$!; fi; \
-	 $(call COV_RUN,main) $(PYTEST) $(call JUNIT,main) tests $(addprefix --ignore=,$(LANE)) $(NOT_SCALE) $(COV_ARGS); \
+	 if [ -n "$(UNITS)" ]; then echo "==> unit lane in the background at nice $(UNIT_NICE) (output after the tests: $(UNIT_LOG))"; \
+	   $(call COV_RUN,unit) nice -n $(UNIT_NICE) $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
+	   --no-loadscope-reorder $(call JUNIT,unit) $(COV_ARGS) $(UNITS) $(addprefix --ignore=,$(LANE)) \
+	   >$(UNIT_LOG) 2>&1 & unit=$$!; fi; \
+	 $(call COV_RUN,main) $(PYTEST) $(call JUNIT,main) tests $(addprefix --ignore=,$(LANE) $(UNITS)) $(NOT_SCALE) $(COV_ARGS); \
 	 tests=$$?; waits=0; if [ -n "$(LANE)" ]; then wait $$lane; waits=$$?; echo "==> waiting lane"; cat $(WAIT_LOG); fi; \
+	 units=0; if [ -n "$(UNITS)" ]; then wait $$unit; units=$$?; echo "==> unit lane"; cat $(UNIT_LOG); fi; \
 	 wait $$gate; lint=$$?; cat $(LINT_LOG); \
 	 $(if $(MEASURE),( $(COVERAGE_GATE) ); cov=$$?;,echo "==> coverage: not measured (make test COVERAGE=1 measures and gates it; .ci/run does)"; cov=0;) \
 	 if [ $$lint -ne 0 ]; then echo "make test: the lint gate failed (exit $$lint; output above)" >&2; fi; \
 	 if [ $$waits -ne 0 ]; then echo "make test: the waiting lane failed (exit $$waits; output above)" >&2; fi; \
+	 if [ $$units -ne 0 ]; then echo "make test: the unit lane failed (exit $$units; output above)" >&2; fi; \
 	 if [ $$tests -ne 0 ]; then echo "make test: pytest failed (exit $$tests)" >&2; fi; \
 	 if [ $$cov -ne 0 ]; then echo "make test: the coverage gate failed (output above)" >&2; fi; \
-	 [ $$lint -eq 0 ] && [ $$waits -eq 0 ] && [ $$tests -eq 0 ] && [ $$cov -eq 0 ]
+	 [ $$lint -eq 0 ] && [ $$waits -eq 0 ] && [ $$units -eq 0 ] && [ $$tests -eq 0 ] && [ $$cov -eq 0 ]
 
 # docs/cli.md is generated from the CLI's parser (cli/omnireel_cli/reference.py); tests/unit/docs/test_cli_reference.py
 # fails when it is stale.

@@ -198,6 +198,22 @@ def test_the_waiting_lane_names_paths_that_exist_and_make_test_runs_them() -> No
     assert "$(LANE) \\\n\t   >$(WAIT_LOG)" in text and "--ignore=,$(LANE)" in text
 
 
+def test_the_unit_lane_runs_tests_unit_at_a_lower_priority_beside_the_main_run() -> None:
+    # `make test` runs UNIT_LANE in its own pytest process at nice UNIT_NICE and ignores it in the xdist run; the
+    # waiting lane's files under it run in the waiting lane only. A unit lane at the main run's priority would take the
+    # CPU the stacks' bursts need; one the main run does not ignore would run every unit test twice.
+    lane = make_list("UNIT_LANE")
+    assert lane == ["tests/unit"] and (ROOT / lane[0]).is_dir()
+    assert int(make_list("UNIT_NICE")[0]) > 0
+    text = recipe("test")
+    assert "nice -n $(UNIT_NICE) $(DEV_PY) -m pytest" in text
+    assert "$(UNITS) $(addprefix --ignore=,$(LANE))" in text  # the waiting lane's unit files: not here
+    assert "tests $(addprefix --ignore=,$(LANE) $(UNITS))" in text  # the main run: neither lane
+    assert "[ $$units -eq 0 ]" in text  # its failing fails make test
+    # Its JUnit report feeds tests/durations.json like the others'.
+    assert "$(JUNIT_DIR)/unit.xml" in recipe("test-durations") and "$(call JUNIT,unit)" in text
+
+
 def _test_names(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
