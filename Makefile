@@ -227,7 +227,7 @@ LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 # UNIT_NICE). Its files only compute, while the e2e files wait on their stacks a third of the time (the first minute
 # most: the longest files, handed out first, all wait at once): at the lower priority the unit files take the CPU the
 # stacks leave idle and yield it to their bursts. Measured on 2 cores (docs/benchmarks.md, tenth pass): idle CPU of a
-# run 74-77 -> 39-44 core-seconds. Not skipped: its output follows pytest's, and its failing fails `make test`.
+# run 70-77 -> 33-44 core-seconds. Not skipped: its output follows pytest's, and its failing fails `make test`.
 # TEST_WORKERS=1 runs it inline.
 UNIT_LANE := tests/unit
 UNIT_NICE := 5
