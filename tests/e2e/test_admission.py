@@ -155,3 +155,33 @@ def test_cancelling_a_waiting_job_calls_no_model_and_says_so(
     view = _job(a, waiting)
     assert view["status"] == "cancelled" and "generating_image" not in view["stage_times"]
     assert view["queue"] is None
+
+
+def test_a_job_cancelled_during_its_image_call_keeps_the_busy_model_to_itself_until_the_call_ends(
+    stack: LocalStack, doors: tuple[FrontDoorClient, FrontDoorClient]
+) -> None:
+    """The job holding the one image slot is cancelled while the endpoint serves its call (a real-time inference
+    cannot be stopped): the next job waits in admission's queue until that call has ended, never inside the busy
+    container. Before, the cancel freed the slot at once and the next job's request waited inside the container."""
+    a, b = doors
+    url = stack.outputs["OMNIREEL_EMULATOR_IMAGE_MODEL_URL"]
+
+    def faults(images: dict[str, Any] | None) -> None:
+        httpx.put(f"{url}/_emulator/config", json={"faults": {"images": images}}, timeout=10).raise_for_status()
+
+    _quiet(url)
+    faults({"latency_s": 10})
+    try:
+        httpx.delete(f"{url}/_emulator/stats", timeout=10).raise_for_status()
+        held = _submit(a, "a paper lamp cancelled while it is drawn")
+        wait_for(lambda: _job(a, held)["status"] == "generating_image", 120, "its image call")
+        following = _submit(b, "a paper lamp drawn next")
+        reply = a.request("DELETE", f"/jobs/{held}")
+        faults(None)  # the call in flight keeps its 10 s; the next one is quick
+        assert reply.status == 200 and reply.json["cancelled_at_stage"] == "generate_image", reply.body
+        _settled(b, [following])
+    finally:
+        faults(None)
+    images = httpx.get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
+    assert images["peak_in_flight"] == 1 and images["peak_waiting"] == 0, images
+    assert _job(b, following)["status"] == "succeeded" and _job(a, held)["status"] == "cancelled"

@@ -64,3 +64,28 @@ def test_the_job_deadline_does_not_count_time_spent_waiting_within_max_queue_sec
         updated_at=accepted,
     )
     assert running_s(never, at) == 1800  # an hour old, half of it within its queue limit
+
+
+def test_an_ended_job_keeps_its_image_slot_only_while_its_image_call_may_still_run():
+    """A job ended from outside its image step (a cancel, the deadline's sweep) during the endpoint's call keeps its
+    image slot: the step frees it when the endpoint answers; the healer only after the step's timeout. Not a job that
+    never reached the call, nor one past its image stage, nor a job still open (the usual rules hold)."""
+    from datetime import timedelta
+
+    from omnireel.admission.gate import IMAGE_STEP_TIMEOUT_S, _image_call_may_run
+    from omnireel.core.clock import iso, now
+    from omnireel.jobs.job import Job, JobStatus
+
+    def job(status: JobStatus, ended_s_ago: float, *stages: JobStatus) -> Job:
+        at = iso(now() - timedelta(seconds=ended_s_ago))
+        times = {stage.value: at for stage in stages} | {status.value: at}
+        return Job(job_id="j", status=status, request=None, source="api", created_at=at, updated_at=at,
+                   stage_times=times)  # fmt: skip
+
+    in_call = (JobStatus.ACCEPTED, JobStatus.GENERATING_IMAGE)
+    assert _image_call_may_run(job(JobStatus.CANCELLED, 1, *in_call))
+    assert _image_call_may_run(job(JobStatus.FAILED, 1, *in_call))  # the deadline's sweep
+    assert not _image_call_may_run(job(JobStatus.CANCELLED, IMAGE_STEP_TIMEOUT_S + 1, *in_call))  # the step is over
+    assert not _image_call_may_run(job(JobStatus.CANCELLED, 1, JobStatus.ACCEPTED, JobStatus.QUEUED))  # no call
+    assert not _image_call_may_run(job(JobStatus.CANCELLED, 1, *in_call, JobStatus.STAGING_VIDEO))  # call over
+    assert not _image_call_may_run(job(JobStatus.GENERATING_IMAGE, 1, JobStatus.ACCEPTED))  # open: the usual rules

@@ -46,6 +46,14 @@ def test_each_pipeline_state_runs_its_own_function_within_its_timeout(sam: dict[
     assert states["GenerateImage"]["TimeoutSeconds"] >= image_timeout
 
 
+def test_admission_bounds_an_ended_jobs_image_call_by_the_image_steps_timeout(cfn: dict[str, Any]) -> None:
+    """omnireel.admission.gate.IMAGE_STEP_TIMEOUT_S: how long after a job ended its image step may still hold the
+    image slot (the endpoint serving its call) - the function's Timeout, which a running step cannot outlive."""
+    from omnireel.admission.gate import IMAGE_STEP_TIMEOUT_S
+
+    assert props(cfn, "GenerateImageFunction")["Timeout"] == IMAGE_STEP_TIMEOUT_S
+
+
 # ---------------------------------------------------------------- the job deadline (issue 9, defect 2)
 def longest_execution_s(template: dict[str, Any], parameters: dict[str, str]) -> float:
     """An upper bound of how long one execution can run: each task state's TimeoutSeconds times its attempts (1 + every

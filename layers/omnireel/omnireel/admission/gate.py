@@ -59,6 +59,12 @@ REQUEUE_SECONDS = 300
 # A cancelled job's render still runs at SageMaker and holds its video slot until its result arrives; the healing
 # schedule frees the slot after this long anyway (the result was lost).
 RENDER_BOUND_S = 6 * 3600
+# The image step's function timeout (template.yaml: GenerateImageFunction's Timeout; a test in
+# tests/unit/template/test_timeouts.py keeps them equal). A job ended from outside its image step (a cancel, the
+# deadline's sweep) while the step was calling the endpoint: the step holds the image slot until the endpoint answers,
+# and frees it then; a step that ran when its job ended has ended this long after, so the healing schedule frees the
+# slot by then anyway.
+IMAGE_STEP_TIMEOUT_S = 150
 
 
 @dataclass(frozen=True)
@@ -175,13 +181,16 @@ class Gate:
     def leave(self, job: Job) -> None:
         """The job ended (any terminal transition, or a cancel): out of the queue, and every slot it holds freed -
         except the video slot of a render SageMaker still runs (a cancel cannot stop it: async_result frees it when the
-        render's result arrives)."""
+        render's result arrives), and the image slot of an image call the endpoint still serves (its step frees it
+        when the endpoint answers: ``_image_call_may_run``)."""
         if job.waiting_entry:
             kind, sk = _split_entry(job.waiting_entry)
             self.store.remove(kind, sk, sk.split("#", 1)[0])
         for kind in KINDS:
             if kind == "video" and _render_still_runs(job):
                 continue
+            if kind == "image" and _image_call_may_run(job):
+                continue  # the step frees it when the endpoint answers (a busy model gets no second call)
             self.release(job.job_id, kind)
 
     def queue_seconds(self, job_id: str) -> int:
@@ -361,6 +370,8 @@ class Gate:
         except JobNotFound:
             return False
         if job.status.terminal:
+            if kind == "image":
+                return _image_call_may_run(job)
             return kind == "video" and _render_still_runs(job) and _age_s(grace_from) < RENDER_BOUND_S
         if grace_from and _age_s(grace_from) < self.grace_s:
             return True
@@ -441,6 +452,20 @@ _BEFORE_THE_IMAGE = (JobStatus.ACCEPTED, JobStatus.QUEUED, JobStatus.GENERATING_
 def _render_still_runs(job: Job) -> bool:
     """A cancelled job whose render SageMaker had accepted: it runs to its end (async inference has no cancel)."""
     return job.status is JobStatus.CANCELLED and job.async_invocation is not None
+
+
+def _image_call_may_run(job: Job) -> bool:
+    """An ended job whose image step was in its image stage (``generating_image``, not yet ``staging_video``) when the
+    job ended from outside the step - a cancel, the deadline's sweep: a real-time inference cannot be stopped, so the
+    endpoint may still be serving the step's call, on the job's image slot. Within ``IMAGE_STEP_TIMEOUT_S`` of the
+    end only: the job's execution was stopped when it ended (no step of it starts after), and a step that was running
+    then has ended by that time. A job failed by its own image step has freed the slot already (the step releases it
+    when the endpoint answers, or when it leaves without a call)."""
+    started = job.stage_times.get(JobStatus.GENERATING_IMAGE.value)
+    ended = job.stage_times.get(job.status.value)
+    if not job.status.terminal or not started or not ended or JobStatus.STAGING_VIDEO.value in job.stage_times:
+        return False
+    return _age_s(ended) < IMAGE_STEP_TIMEOUT_S
 
 
 def _age_s(moment: str) -> float:
