@@ -320,6 +320,7 @@ bench: $(DEV_STAMP) $(SAM_STAMP) ## all benchmarks -> docs/benchmarks/ and docs/
 	@$(DEV_PY) bench/load.py
 	@$(DEV_PY) bench/batch.py
 	@$(DEV_PY) bench/reliability.py
+	@$(DEV_PY) bench/interpreter.py
 
 ENV ?= dev
 preflight: $(STAMP) ## checks that would fail a deploy late (rules, names, DLC tag, network): make preflight ENV=dev REGION=r
