@@ -46,6 +46,19 @@ class _Gate:
         pipeline.image_endpoint.generate = generate  # type: ignore[method-assign]
 
 
+def _one_holds_one_waits(
+    pipeline: Pipeline, holder: tuple[str, str], waiting: tuple[str, str]
+) -> tuple[_Gate, str, str]:
+    """One image slot: ``holder`` (caller, prompt) calls the held image endpoint, ``waiting`` is queued behind it."""
+    _capacity(pipeline, image=1)
+    gate = _Gate(pipeline)
+    held = _submit(pipeline, *holder)
+    pipeline.wait(lambda: _prompts_called(pipeline) == [holder[1]], what="the first image call")
+    queued = _submit(pipeline, *waiting)
+    pipeline.wait(lambda: _status(pipeline, queued, waiting[0])["status"] == "queued", what="queued")
+    return gate, held, queued
+
+
 def test_an_uncontended_job_is_admitted_without_waiting(pipeline):
     """Free capacity and nobody waiting: GenerateImage takes the slot itself (one transaction), no wait state runs,
     the job never shows queued, and the slot is free again after the image call."""
@@ -141,12 +154,9 @@ def test_a_job_cancelled_during_its_image_call_keeps_its_slot_until_the_call_end
     stop a real-time inference). Its slot stays taken until that call ends, so the job waiting next is not sent to a
     busy model: neither the cancel nor the healing schedule frees it early, and the step frees it when the endpoint
     answers. (Found as a flaky peak of 2 in test_admission_faults.py: the cancel freed the slot at once.)"""
-    _capacity(pipeline, image=1)
-    gate = _Gate(pipeline)
-    cancelled = _submit(pipeline, "caller-a", "cancelled during its image call")
-    pipeline.wait(lambda: _prompts_called(pipeline) == ["cancelled during its image call"], what="the image call")
-    waiting = _submit(pipeline, "caller-b", "waits for the slot")
-    pipeline.wait(lambda: _status(pipeline, waiting, "caller-b")["status"] == "queued", what="queued")
+    gate, cancelled, waiting = _one_holds_one_waits(
+        pipeline, ("caller-a", "cancelled during its image call"), ("caller-b", "waits for the slot")
+    )
     answer = pipeline.api("DELETE", f"/jobs/{cancelled}", caller="caller-a")
     assert answer["statusCode"] == 200 and answer["json"]["cancelled_at_stage"] == "generate_image", answer["json"]
     for name in ("heal_admission", "wait_for_slot"):
@@ -188,12 +198,7 @@ def test_the_healer_publishes_the_age_of_the_oldest_waiting_job_per_endpoint(pip
     from omnireel.admission.metrics import NAMESPACE, OLDEST_WAIT_SECONDS
     from tests.integration.pipeline.harness import REGION
 
-    _capacity(pipeline, image=1)
-    gate = _Gate(pipeline)
-    holder = _submit(pipeline, "caller-a", "holds the slot")
-    pipeline.wait(lambda: _prompts_called(pipeline) == ["holds the slot"], what="the first image call")
-    waiting = _submit(pipeline, "caller-b", "waits")
-    pipeline.wait(lambda: _status(pipeline, waiting, "caller-b")["status"] == "queued", what="queued")
+    gate, holder, waiting = _one_holds_one_waits(pipeline, ("caller-a", "holds the slot"), ("caller-b", "waits"))
 
     def entries() -> list[dict]:
         return pipeline.ddb.query(

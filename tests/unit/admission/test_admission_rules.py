@@ -67,9 +67,10 @@ def test_the_job_deadline_does_not_count_time_spent_waiting_within_max_queue_sec
 
 
 def test_an_ended_job_keeps_its_image_slot_only_while_its_image_call_may_still_run():
-    """A job ended from outside its image step (a cancel, the deadline's sweep) during the endpoint's call keeps its
-    image slot: the step frees it when the endpoint answers; the healer only after the step's timeout. Not a job that
-    never reached the call, nor one past its image stage, nor a job still open (the usual rules hold)."""
+    """A job cancelled during the endpoint's call keeps its image slot: the step frees it when the endpoint answers;
+    the healer only after the step's timeout. Not a job that never reached the call, nor one past its image stage,
+    nor a failed one (the state machine fails a job once its step has ended: a step killed during the call is a lost
+    release the next job must not wait minutes for), nor a job still open (the usual rules hold)."""
     from datetime import timedelta
 
     from omnireel.admission.gate import IMAGE_STEP_TIMEOUT_S, _image_call_may_run
@@ -84,7 +85,7 @@ def test_an_ended_job_keeps_its_image_slot_only_while_its_image_call_may_still_r
 
     in_call = (JobStatus.ACCEPTED, JobStatus.GENERATING_IMAGE)
     assert _image_call_may_run(job(JobStatus.CANCELLED, 1, *in_call))
-    assert _image_call_may_run(job(JobStatus.FAILED, 1, *in_call))  # the deadline's sweep
+    assert not _image_call_may_run(job(JobStatus.FAILED, 1, *in_call))  # its step has ended (or was killed)
     assert not _image_call_may_run(job(JobStatus.CANCELLED, IMAGE_STEP_TIMEOUT_S + 1, *in_call))  # the step is over
     assert not _image_call_may_run(job(JobStatus.CANCELLED, 1, JobStatus.ACCEPTED, JobStatus.QUEUED))  # no call
     assert not _image_call_may_run(job(JobStatus.CANCELLED, 1, *in_call, JobStatus.STAGING_VIDEO))  # call over

@@ -60,10 +60,9 @@ REQUEUE_SECONDS = 300
 # schedule frees the slot after this long anyway (the result was lost).
 RENDER_BOUND_S = 6 * 3600
 # The image step's function timeout (template.yaml: GenerateImageFunction's Timeout; a test in
-# tests/unit/template/test_timeouts.py keeps them equal). A job ended from outside its image step (a cancel, the
-# deadline's sweep) while the step was calling the endpoint: the step holds the image slot until the endpoint answers,
-# and frees it then; a step that ran when its job ended has ended this long after, so the healing schedule frees the
-# slot by then anyway.
+# tests/unit/template/test_timeouts.py keeps them equal). A job cancelled while its image step was calling the
+# endpoint: the step holds the image slot until the endpoint answers, and frees it then; a step that ran when its job
+# was cancelled has ended this long after, so the healing schedule frees the slot by then anyway.
 IMAGE_STEP_TIMEOUT_S = 150
 
 
@@ -455,17 +454,17 @@ def _render_still_runs(job: Job) -> bool:
 
 
 def _image_call_may_run(job: Job) -> bool:
-    """An ended job whose image step was in its image stage (``generating_image``, not yet ``staging_video``) when the
-    job ended from outside the step - a cancel, the deadline's sweep: a real-time inference cannot be stopped, so the
-    endpoint may still be serving the step's call, on the job's image slot. Within ``IMAGE_STEP_TIMEOUT_S`` of the
-    end only: the job's execution was stopped when it ended (no step of it starts after), and a step that was running
-    then has ended by that time. A job failed by its own image step has freed the slot already (the step releases it
-    when the endpoint answers, or when it leaves without a call)."""
+    """A job cancelled in its image stage (``generating_image``, not yet ``staging_video``): a real-time inference
+    cannot be stopped, so the endpoint may still be serving its step's call, on the job's image slot. Within
+    ``IMAGE_STEP_TIMEOUT_S`` of the cancel only: the cancel stopped the execution (no step of it starts after), and a
+    step that was running then has ended by that time. Not a failed job: the state machine fails a job only once its
+    step's invocation has ended (its result, or its timeout), so its call is over - and a step killed during the call
+    (a crash: the slot it held is a lost release) must not keep the slot from the next job for minutes."""
     started = job.stage_times.get(JobStatus.GENERATING_IMAGE.value)
-    ended = job.stage_times.get(job.status.value)
-    if not job.status.terminal or not started or not ended or JobStatus.STAGING_VIDEO.value in job.stage_times:
+    ended = job.stage_times.get(JobStatus.CANCELLED.value)
+    if job.status is not JobStatus.CANCELLED or not started or not ended:
         return False
-    return _age_s(ended) < IMAGE_STEP_TIMEOUT_S
+    return JobStatus.STAGING_VIDEO.value not in job.stage_times and _age_s(ended) < IMAGE_STEP_TIMEOUT_S
 
 
 def _age_s(moment: str) -> float:
