@@ -24,6 +24,10 @@ def _status(pipeline: Pipeline, job_id: str, caller: str) -> str:
     return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]["status"]
 
 
+def _stage_times(pipeline: Pipeline, job_id: str, caller: str) -> dict[str, str]:
+    return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]["stage_times"]
+
+
 def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipeline, monkeypatch):
     pipeline.instances.counts["image-endpoint"] = 1
     pipeline.heal_admission()
@@ -120,14 +124,22 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
     for event in events:
         terminal.setdefault(event["job_id"], []).append(event["event_type"])
     assert sorted(terminal) == sorted(jobs) and all(len(types) == 1 for types in terminal.values()), terminal
-    assert lost[0] == 2 and len(unanswered) == 1 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled
+    assert lost[0] == 2 and len(unanswered) == 1 and pipeline.crash_next["wait_for_slot"] == 0 and cancelled, (
+        lost,
+        unanswered,
+        pipeline.crash_next,
+        cancelled,
+    )
     # The job whose answer was lost went on, long before its hour-long queue limit: the healer answered its grant
     # again, or its own retried wait found the grant (wait_for_slot crashes twice above), whichever came first
     # (test_admission_grants.py pins the healer's part alone). With a grace of 0 the healer may also answer a live
     # dispatcher's grant first (a token takes one answer): that dispatcher keeps the grant (peak: no slot served two).
     # Every job not cancelled succeeded (below), the one whose answer was lost among them unless it was cancelled.
-    assert peak[0] == 1
-    assert all(_status(pipeline, j, c) == "succeeded" for j, c in jobs.items() if j not in cancelled)
+    # On failure, say which jobs overlapped: each job's stage times (a cancelled job's image stage among them?).
+    times = {j: _stage_times(pipeline, j, c) for j, c in jobs.items()}
+    assert peak[0] == 1, (peak, cancelled, unanswered, times)
+    statuses = {j: _status(pipeline, j, c) for j, c in jobs.items()}
+    assert all(statuses[j] == "succeeded" for j in jobs if j not in cancelled), (statuses, cancelled, times)
 
     report = pipeline.heal_admission()
     for kind in ("image", "video"):
