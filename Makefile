@@ -232,6 +232,8 @@ LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 UNIT_LANE := tests/unit
 UNIT_NICE := 5
 UNIT_LOG := .aws-sam/unit-lane.log
+# Both background lanes: their own pytest run, two files at a time, each file whole on one process.
+LANE_PYTEST := $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder
 UNITS := $(if $(filter 1,$(TEST_WORKERS)),,$(UNIT_LANE))
 
 # Coverage of the product code (layers/omnireel/omnireel, functions/, relay/omnireel_relay, client/omnireel_client;
@@ -278,12 +280,11 @@ test: $(DEV_STAMP) $(AWS_STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) ## l
 	@mkdir -p $(dir $(LINT_LOG)) $(JUNIT_DIR) $(COV_DIR); $(if $(MEASURE),rm -f $(COV_DIR)/main $(COV_DIR)/waiting $(COV_DIR)/unit;) echo "==> lint gate in the background (output after the tests: $(LINT_LOG))"
 	@$(MAKE) --no-print-directory -j1 lint >$(LINT_LOG) 2>&1 & gate=$$!; \
 	 if [ -n "$(LANE)" ]; then echo "==> waiting lane in the background (output after the tests: $(WAIT_LOG))"; \
-	   $(call COV_RUN,waiting) $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder \
-	   $(call JUNIT,waiting) $(COV_ARGS) $(LANE) \
+	   $(call COV_RUN,waiting) $(LANE_PYTEST) $(call JUNIT,waiting) $(COV_ARGS) $(LANE) \
 	   >$(WAIT_LOG) 2>&1 & lane=$$!; fi; \
 	 if [ -n "$(UNITS)" ]; then echo "==> unit lane in the background at nice $(UNIT_NICE) (output after the tests: $(UNIT_LOG))"; \
-	   $(call COV_RUN,unit) nice -n $(UNIT_NICE) $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
-	   --no-loadscope-reorder $(call JUNIT,unit) $(COV_ARGS) $(UNITS) $(addprefix --ignore=,$(LANE)) \
+	   $(call COV_RUN,unit) nice -n $(UNIT_NICE) $(LANE_PYTEST) $(call JUNIT,unit) $(COV_ARGS) \
+	   $(UNITS) $(addprefix --ignore=,$(LANE)) \
 	   >$(UNIT_LOG) 2>&1 & unit=$$!; fi; \
 	 $(call COV_RUN,main) $(PYTEST) $(call JUNIT,main) tests $(addprefix --ignore=,$(LANE) $(UNITS)) $(NOT_SCALE) $(COV_ARGS); \
 	 tests=$$?; waits=0; if [ -n "$(LANE)" ]; then wait $$lane; waits=$$?; echo "==> waiting lane"; cat $(WAIT_LOG); fi; \

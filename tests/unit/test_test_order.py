@@ -206,7 +206,8 @@ def test_the_unit_lane_runs_tests_unit_at_a_lower_priority_beside_the_main_run()
     assert lane == ["tests/unit"] and (ROOT / lane[0]).is_dir()
     assert int(make_list("UNIT_NICE")[0]) > 0
     text = recipe("test")
-    assert "nice -n $(UNIT_NICE) $(DEV_PY) -m pytest" in text
+    assert "nice -n $(UNIT_NICE) $(LANE_PYTEST)" in text
+    assert make_list("LANE_PYTEST")[:3] == ["$(DEV_PY)", "-m", "pytest"]
     assert "$(UNITS) $(addprefix --ignore=,$(LANE))" in text  # the waiting lane's unit files: not here
     assert "tests $(addprefix --ignore=,$(LANE) $(UNITS))" in text  # the main run: neither lane
     assert "[ $$units -eq 0 ]" in text  # its failing fails make test
