@@ -41,14 +41,19 @@ def doors(stack: LocalStack) -> tuple[FrontDoorClient, FrontDoorClient]:
     return a, a.as_(b_credentials)
 
 
+def _image_faults(url: str, faults: dict[str, Any] | None) -> None:
+    """The image emulator's faults (None: none)."""
+    httpx.put(f"{url}/_emulator/config", json={"faults": {"images": faults}}, timeout=10).raise_for_status()
+
+
 @pytest.fixture
 def slow_images(stack: LocalStack) -> Iterator[str]:
     url = stack.outputs["OMNIREEL_EMULATOR_IMAGE_MODEL_URL"]
-    httpx.put(f"{url}/_emulator/config", json={"faults": {"images": {"latency_s": 6}}}, timeout=10).raise_for_status()
+    _image_faults(url, {"latency_s": 6})
     try:
         yield url
     finally:
-        httpx.put(f"{url}/_emulator/config", json={"faults": {"images": None}}, timeout=10).raise_for_status()
+        _image_faults(url, None)
 
 
 def _submit(door: FrontDoorClient, prompt: str, **fields: Any) -> str:
@@ -165,23 +170,19 @@ def test_a_job_cancelled_during_its_image_call_keeps_the_busy_model_to_itself_un
     container. Before, the cancel freed the slot at once and the next job's request waited inside the container."""
     a, b = doors
     url = stack.outputs["OMNIREEL_EMULATOR_IMAGE_MODEL_URL"]
-
-    def faults(images: dict[str, Any] | None) -> None:
-        httpx.put(f"{url}/_emulator/config", json={"faults": {"images": images}}, timeout=10).raise_for_status()
-
     _quiet(url)
-    faults({"latency_s": 10})
+    _image_faults(url, {"latency_s": 10})
     try:
         httpx.delete(f"{url}/_emulator/stats", timeout=10).raise_for_status()
         held = _submit(a, "a paper lamp cancelled while it is drawn")
         wait_for(lambda: _job(a, held)["status"] == "generating_image", 120, "its image call")
         following = _submit(b, "a paper lamp drawn next")
         reply = a.request("DELETE", f"/jobs/{held}")
-        faults(None)  # the call in flight keeps its 10 s; the next one is quick
+        _image_faults(url, None)  # the call in flight keeps its 10 s; the next one is quick
         assert reply.status == 200 and reply.json["cancelled_at_stage"] == "generate_image", reply.body
         _settled(b, [following])
     finally:
-        faults(None)
+        _image_faults(url, None)
     images = httpx.get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
     assert images["peak_in_flight"] == 1 and images["peak_waiting"] == 0, images
     assert _job(b, following)["status"] == "succeeded" and _job(a, held)["status"] == "cancelled"

@@ -20,12 +20,12 @@ def _submit(pipeline: Pipeline, caller: str, prompt: str) -> str:
     return answer["json"]["job_id"]
 
 
+def _view(pipeline: Pipeline, job_id: str, caller: str) -> dict[str, Any]:
+    return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]
+
+
 def _status(pipeline: Pipeline, job_id: str, caller: str) -> str:
-    return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]["status"]
-
-
-def _stage_times(pipeline: Pipeline, job_id: str, caller: str) -> dict[str, str]:
-    return pipeline.api("GET", f"/jobs/{job_id}", caller=caller)["json"]["stage_times"]
+    return _view(pipeline, job_id, caller)["status"]
 
 
 def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipeline, monkeypatch):
@@ -136,9 +136,10 @@ def test_admission_faults_lose_no_job_leak_no_slot_and_never_grant_twice(pipelin
     # dispatcher's grant first (a token takes one answer): that dispatcher keeps the grant (peak: no slot served two).
     # Every job not cancelled succeeded (below), the one whose answer was lost among them unless it was cancelled.
     # On failure, say which jobs overlapped: each job's stage times (a cancelled job's image stage among them?).
-    times = {j: _stage_times(pipeline, j, c) for j, c in jobs.items()}
+    views = {j: _view(pipeline, j, c) for j, c in jobs.items()}
+    times = {j: view["stage_times"] for j, view in views.items()}
     assert peak[0] == 1, (peak, cancelled, unanswered, times)
-    statuses = {j: _status(pipeline, j, c) for j, c in jobs.items()}
+    statuses = {j: view["status"] for j, view in views.items()}
     assert all(statuses[j] == "succeeded" for j in jobs if j not in cancelled), (statuses, cancelled, times)
 
     report = pipeline.heal_admission()
