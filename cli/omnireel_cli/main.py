@@ -76,6 +76,19 @@ def _version() -> str:
         return "unknown (not installed: run `make venv`)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: reads the installed version only when asked (importlib.metadata and its scan of the installed
+    distributions cost every command ~40 ms of CPU otherwise: the tests run the CLI hundreds of times)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None):
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        parser._print_message(f"omnireel {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a suggestion for a mistyped command or option (``omnireel sumbit`` -> did you mean submit?)."""
 
@@ -126,7 +139,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="omnireel", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"omnireel {_version()}", help="print the version")
+    parser.add_argument("--version", action=_VersionAction, help="print the version")
     target = argparse.ArgumentParser(add_help=False)
     target.add_argument("--stack", help="a deployed stack name (default: the local stack)")
     target.add_argument("--region", help="region of --stack (default: AWS_REGION)")

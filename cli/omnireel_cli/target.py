@@ -81,13 +81,13 @@ class Target:
         return self._session
 
     def _signing_credentials(self) -> Any:
-        """The key that signs API calls: the local developer's as botocore credentials (no boto3 session to build: a
-        command that only calls the API never imports boto3), or the deployed stack's session's (profile, SSO...)."""
+        """The key that signs API calls: the local developer's (no boto3 session to build, botocore not imported: a
+        command that only calls the API loads neither), or the deployed stack's session's (profile, SSO...)."""
         if self._session is None and self.credentials:
-            from botocore.credentials import Credentials
+            from omnireel_client.signing import StaticCredentials
 
             c = self.credentials
-            return Credentials(c["aws_access_key_id"], c["aws_secret_access_key"], c.get("aws_session_token"))
+            return StaticCredentials(c["aws_access_key_id"], c["aws_secret_access_key"], c.get("aws_session_token"))
         return self.session().get_credentials()
 
     def client(self, service: str) -> Any:

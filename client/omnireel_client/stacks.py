@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CredentialsError
+from .signing import StaticCredentials
 
 STATE_FILE = "state.json"
 
@@ -17,7 +18,7 @@ STATE_FILE = "state.json"
 class Endpoint:
     api_url: str
     region: str
-    credentials: Any  # botocore credentials
+    credentials: Any  # StaticCredentials (the local stack's key) or botocore credentials (a deployed stack's chain)
     outputs: dict[str, str]
 
 
@@ -46,9 +47,7 @@ def local_endpoint(home: str | os.PathLike[str] | None = None) -> Endpoint:
     developer = state.get("developer") or {}
     if not state.get("ready") or not state.get("api_url") or not developer.get("access_key_id"):
         raise CredentialsError(f"the local stack at {path.parent} is not ready: `omnireel local up` starts it")
-    from botocore.credentials import Credentials
-
-    credentials = Credentials(developer["access_key_id"], developer["secret_access_key"])
+    credentials = StaticCredentials(developer["access_key_id"], developer["secret_access_key"])
     return Endpoint(str(state["api_url"]), str(state["region"]), credentials, dict(state.get("outputs") or {}))
 
 

@@ -8,7 +8,6 @@ delivery verifies with none of the secrets it holds -- a rotation -- at most onc
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -17,8 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from .errors import OmnireelClientError
 from .models import WebhookEvent, WebhookSecret
@@ -113,6 +110,9 @@ def verify_webhook(headers: Mapping[str, str], body: bytes | str, secret: str | 
         text = body if isinstance(body, str) else body.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidWebhookError("body", "the body is not JSON (not UTF-8 text)") from None
+    # Imported here: a client that never verifies a delivery (the CLI's every command) does not load the library.
+    from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
     for candidate in secrets:
         try:
             Webhook(candidate).verify(text, lowered, json_parse=False)
@@ -188,6 +188,8 @@ class WebhookVerifier:
 
     async def verify_async(self, headers: Mapping[str, str], body: bytes | str) -> WebhookEvent:
         """``verify`` for a coroutine: the secret is read in a worker thread, the event loop never blocks on it."""
+        import asyncio  # here: importing the client (the CLI's every command) does not load asyncio
+
         held = self._secret if self._secret is not None else await asyncio.to_thread(lambda: self.secret)
         try:
             return verify_webhook(headers, body, held)
