@@ -227,10 +227,12 @@ LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 # UNIT_NICE). Its files only compute, while the e2e files wait on their stacks a third of the time (the first minute
 # most: the longest files, handed out first, all wait at once): at the lower priority the unit files take the CPU the
 # stacks leave idle and yield it to their bursts. Measured on 2 cores (docs/benchmarks.md, tenth pass): idle CPU of a
-# run 70-77 -> 33-44 core-seconds. Not skipped: its output follows pytest's, and its failing fails `make test`.
-# TEST_WORKERS=1 runs it inline.
+# run 70-77 -> 33-44 core-seconds. At the lowest priority (19; twelfth pass: three adjacent pairs 301/272, 284/275,
+# 264/257 s against nice 5) the stacks' bursts take the CPU first and the lane's files still end before the main run
+# (its longest test 15 s; the unit tests' waits on a subprocess are bounded at 60 s and more).
+# Not skipped: its output follows pytest's, and its failing fails `make test`. TEST_WORKERS=1 runs it inline.
 UNIT_LANE := tests/unit
-UNIT_NICE := 5
+UNIT_NICE := 19
 UNIT_LOG := .aws-sam/unit-lane.log
 # Both background lanes: their own pytest run, two files at a time, each file whole on one process.
 LANE_PYTEST := $(DEV_PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder
