@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.support.omnireel_command import ROOT, omnireel_command
 
@@ -52,3 +54,19 @@ def test_commands_import_only_what_they_use() -> None:
     heavy = {"botocore", "boto3", "asyncio", "yaml", "omnireel_cli.smoke", "omnireel_cli.tts", "omnireel_cli.invoke"}
     for argv in (["--version"], ["--help"], ["invoke", "--help"], ["smoke", "--help"]):
         assert not _imported(*argv) & heavy, argv
+
+
+def test_an_api_command_loads_neither_botocore_nor_asyncio(tmp_path: Path) -> None:
+    # A command that only calls the HTTP API signs with the client's own SigV4 (omnireel_client/signing.py) and reads
+    # no installed-package metadata: ~0.19 CPU-s a command instead of ~0.29 (docs/decisions.md). A local stack's state
+    # pointing at a closed loopback port: the command signs, sends, and fails without a packet leaving the machine.
+    state = {
+        "ready": True, "pid": os.getpid(), "api_url": "http://127.0.0.1:9", "endpoint_url": "http://127.0.0.1:9",
+        "region": "us-east-1", "developer": {"access_key_id": "AKIDLOCAL", "secret_access_key": "secret"},
+    }  # fmt: skip
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    imported = _imported("status", "6c22ca17-03a1-59a3-8bd7-e5d6c1b00000", env={"OMNIREEL_HOME": str(tmp_path)},
+                         check=False)  # fmt: skip
+    assert {"omnireel_client.signing", "http.client"} <= imported  # it signed and sent: the check below means something
+    heavy = {"botocore", "boto3", "asyncio", "yaml", "importlib.metadata", "standardwebhooks", "omnireel_template"}
+    assert not imported & heavy, imported & heavy
