@@ -7,6 +7,7 @@ model latency, waiting (bounded) until the stats show the queue."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from emulator_testkit import pipeline_fields, post_multipart
 
-from omnireel_local.emulator import EmulatorConfig
+from omnireel_local.emulator import EmulatorConfig, images, videos
 from omnireel_local.emulator.capacity import CapacityGate, ClientGone
 from omnireel_local.emulator.config import INSTANCE_COUNT_HEADER
 
@@ -161,6 +162,27 @@ def test_a_cancelled_waiter_leaves_the_queue_and_leaks_no_slot() -> None:
 # ------------------------------------------------------------------------------------------------ through the routes
 
 
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The routes' model time (``apply_http_faults``, run inside the slot) lasts until the test sets the event: the
+    slots' state the test waits for holds until it looked, however late its poll runs. (A fixed latency made it a
+    race: on a busy machine the poll could miss the second the requests overlapped, or the requests not overlap.)"""
+    release = threading.Event()
+
+    def holding(original: Callable[..., Any]) -> Callable[..., Any]:
+        async def apply(*args: Any) -> None:
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+            await original(*args)
+
+        return apply
+
+    for module in (images, videos):
+        monkeypatch.setattr(module, "apply_http_faults", holding(module.apply_http_faults))
+    yield release
+    release.set()
+
+
 def _wait_for_stats(client: Any, kind: str, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     deadline = time.monotonic() + WAIT_S
     while True:
@@ -171,12 +193,13 @@ def _wait_for_stats(client: Any, kind: str, predicate: Callable[[dict[str, Any]]
         time.sleep(0.02)
 
 
-def test_the_image_route_serves_one_request_per_instance_and_queues_the_next(make_client: Any) -> None:
-    client = make_client(faults={"images": {"latency_s": 1.0}})
+def test_the_image_route_serves_one_request_per_instance_and_queues_the_next(make_client: Any, held: Any) -> None:
+    client = make_client()
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(client.post, "/v1/images/generations", json=IMG) for _ in range(2)]
         stats = _wait_for_stats(client, "images", lambda s: s["waiting"] == 1)
         assert stats["in_flight"] == 1 and stats["capacity"] == 1
+        held.set()
         assert [f.result(timeout=WAIT_S).status_code for f in futures] == [200, 200]
     stats = client.get("/_emulator/stats").json()["concurrency"]["images"]
     assert (stats["peak_in_flight"], stats["peak_waiting"], stats["in_flight"]) == (1, 1, 0)
@@ -184,13 +207,14 @@ def test_the_image_route_serves_one_request_per_instance_and_queues_the_next(mak
     assert (reset["peak_in_flight"], reset["peak_waiting"], reset["started"]) == (0, 0, 0)
 
 
-def test_the_instance_count_header_multiplies_the_per_instance_concurrency(make_client: Any) -> None:
-    client = make_client(concurrency_per_instance=2, faults={"images": {"latency_s": 1.0}})
+def test_the_instance_count_header_multiplies_the_per_instance_concurrency(make_client: Any, held: Any) -> None:
+    client = make_client(concurrency_per_instance=2)
     headers = {INSTANCE_COUNT_HEADER: "2"}
     with ThreadPoolExecutor(max_workers=5) as pool:
         futures = [pool.submit(client.post, "/v1/images/generations", json=IMG, headers=headers) for _ in range(5)]
         stats = _wait_for_stats(client, "images", lambda s: s["in_flight"] + s["waiting"] == 5)
         assert (stats["capacity"], stats["in_flight"], stats["waiting"]) == (4, 4, 1)
+        held.set()
         assert all(f.result(timeout=WAIT_S).status_code == 200 for f in futures)
 
 
@@ -200,12 +224,13 @@ def test_a_throttle_answers_at_once_without_a_slot(make_client: Any) -> None:
     assert client.get("/_emulator/stats").json()["concurrency"]["images"]["started"] == 0
 
 
-def test_the_video_sync_route_is_gated_on_the_video_pool(make_client: Any) -> None:
-    client = make_client(faults={"videos": {"latency_s": 1.0}})
+def test_the_video_sync_route_is_gated_on_the_video_pool(make_client: Any, held: Any) -> None:
+    client = make_client()
     fields = pipeline_fields(width="64", height="48", num_frames="3")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(post_multipart, client, "/v1/videos/sync", fields) for _ in range(2)]
         _wait_for_stats(client, "videos", lambda s: s["waiting"] == 1)
+        held.set()
         assert [f.result(timeout=WAIT_S).status_code for f in futures] == [200, 200]
     stats = client.get("/_emulator/stats").json()["concurrency"]
     assert stats["videos"]["peak_in_flight"] == 1 and stats["images"]["started"] == 0
