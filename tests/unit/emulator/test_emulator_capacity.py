@@ -166,12 +166,15 @@ def test_a_cancelled_waiter_leaves_the_queue_and_leaks_no_slot() -> None:
 def held(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The routes' model time (``apply_http_faults``, run inside the slot) lasts until the test sets the event: the
     slots' state the test waits for holds until it looked, however late its poll runs. (A fixed latency made it a
-    race: on a busy machine the poll could miss the second the requests overlapped, or the requests not overlap.)"""
+    race: on a busy machine the poll could miss the second the requests overlapped, or the requests not overlap.)
+    Bounded: a test that fails before it sets the event still has its requests end ``WAIT_S`` after it began (its
+    thread pool waits for them before the fixture's teardown can set it)."""
     release = threading.Event()
+    deadline = time.monotonic() + WAIT_S
 
     def holding(original: Callable[..., Any]) -> Callable[..., Any]:
         async def apply(*args: Any) -> None:
-            while not release.is_set():
+            while not release.is_set() and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             await original(*args)
 
