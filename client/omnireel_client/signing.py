@@ -48,18 +48,15 @@ def signed_headers(method: str, url: str, body: bytes | None, headers: dict[str,
     frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
     when = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     stamp = when.strftime("%Y%m%dT%H%M%SZ")
-    out = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    out = _without(headers, "authorization")
     if any(k.lower() == "date" for k in out):  # a Date header given is set to the signing time (and no X-Amz-Date)
         from email.utils import formatdate
 
-        out = {k: v for k, v in out.items() if k.lower() != "date"}
-        out["Date"] = formatdate(when.timestamp())
+        out = {**_without(out, "date"), "Date": formatdate(when.timestamp())}
     else:
-        out = {k: v for k, v in out.items() if k.lower() != "x-amz-date"}
-        out["X-Amz-Date"] = stamp
+        out = {**_without(out, "x-amz-date"), "X-Amz-Date": stamp}
     if frozen.token:
-        out = {k: v for k, v in out.items() if k.lower() != "x-amz-security-token"}
-        out["X-Amz-Security-Token"] = frozen.token
+        out = {**_without(out, "x-amz-security-token"), "X-Amz-Security-Token": frozen.token}
     parts = urlsplit(url)
     to_sign: dict[str, list[str]] = {}
     for name, value in out.items():
@@ -86,6 +83,11 @@ def signed_headers(method: str, url: str, body: bytes | None, headers: dict[str,
         f"AWS4-HMAC-SHA256 Credential={frozen.access_key}/{scope}, SignedHeaders={signed}, Signature={signature}"
     )
     return out
+
+
+def _without(headers: dict[str, str], name: str) -> dict[str, str]:
+    """``headers`` without any spelling of ``name`` (lowercase): the signer replaces it, as botocore's does."""
+    return {k: v for k, v in headers.items() if k.lower() != name}
 
 
 def _host(parts: Any) -> str:
