@@ -181,13 +181,16 @@ PYTEST := $(DEV_PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WOR
 # The scale lane (`make test-scale`, run by .ci/run after `make test`): the cases at scale, minutes each on 2 cores.
 # The fault suite (tests/reliability: its phases wait out Lambda timeouts, heartbeats and retry intervals on purpose;
 # its job phases, hostile consumers and batch faults are three files on three stacks, so the workers run them side by
-# side), and the batch limits' 1,000 maximum-length jobs and 10 MiB drop. `make test` keeps a boundary case at each of those
-# limits (tests/e2e/test_batch_boundaries.py: 40 maximum-length lines crossing SendMessageBatch's 1 MiB;
-# test_batch_uploads.py and the unit tests: the 6 MB request and the 10 MB upload). SCALE_PATHS are ignored by
+# side), the batch limits' 1,000 maximum-length jobs and 10 MiB drop, and 50 simultaneous jobs of three callers
+# against the models' capacity. `make test` keeps a boundary case at each of those limits
+# (tests/e2e/test_batch_boundaries.py: 40 maximum-length lines crossing SendMessageBatch's 1 MiB;
+# test_batch_uploads.py and the unit tests: the 6 MB request and the 10 MB upload; test_capacity.py: 12 simultaneous
+# jobs, four a caller against one image slot). SCALE_PATHS are ignored by
 # `make test`, SCALE_TESTS (node ids) deselected; tests/unit/test_test_order.py checks that each still exists.
 SCALE_PATHS := tests/reliability
 SCALE_TESTS := tests/e2e/test_batch_limits.py::test_a_thousand_maximum_length_jobs_through_the_front_door \
-	tests/e2e/test_batch_limits.py::test_a_ten_mebibyte_jsonl_of_four_byte_characters
+	tests/e2e/test_batch_limits.py::test_a_ten_mebibyte_jsonl_of_four_byte_characters \
+	tests/e2e/test_capacity.py::test_the_pipeline_never_exceeds_capacity_with_50_simultaneous_submits_from_three_callers
 NOT_SCALE := $(addprefix --ignore=,$(SCALE_PATHS)) $(addprefix --deselect=,$(SCALE_TESTS))
 
 test-unit: $(DEV_STAMP)
