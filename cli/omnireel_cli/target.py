@@ -17,6 +17,9 @@ from omnireel_local import home as homedir
 from . import invocation
 from .errors import CliError, InfraError
 
+# What a command needs from the local stack's state file (omnireel_local.home.write_state).
+LOCAL_STATE_KEYS = ("pid", "api_url", "region", "endpoint_url")
+
 
 @dataclass
 class Target:
@@ -39,8 +42,15 @@ class Target:
     @classmethod
     def local_stack(cls) -> Target:
         state = homedir.read_state()
-        if not state or not state.get("ready") or not homedir.pid_alive(int(state.get("pid", 0))):
+        if not state or not state.get("ready") or not homedir.pid_alive(int(state.get("pid") or 0)):
             raise InfraError(f"the local stack is not running: start it with {invocation.hint('local up')}")
+        missing = [key for key in LOCAL_STATE_KEYS if not state.get(key)]
+        if missing:  # written by another omnireel version, or damaged: say so instead of a KeyError
+            raise InfraError(
+                f"the local stack's state file {homedir.state_path()} has no {', '.join(missing)} (another omnireel "
+                f"version wrote it, or it is damaged): restart the stack with {invocation.hint('local down')}, then "
+                f"{invocation.hint('local up')}"
+            )
         return cls(
             name="local",
             api_url=state["api_url"],

@@ -161,6 +161,8 @@ def reap(pids: list[int], grace_s: float = 10.0) -> list[int]:
 
 
 def pid_alive(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0, ...) and negative pids signal process groups: no process of a state file
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -3,13 +3,18 @@ script, no stack needed: every refusal here comes before any call)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from omnireel.jobs.request import numeric_bounds
 from omnireel_cli import job_options
+from omnireel_cli.errors import EXIT_INFRA
+from omnireel_local import home as homedir
 from tests.support.omnireel_command import ROOT, omnireel_command
 
 
@@ -81,3 +86,32 @@ def test_a_hint_names_the_command_as_it_can_be_typed_here(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path / "elsewhere")
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert command_name(str(script)) == str(script)  # from elsewhere: the absolute path
+
+
+def _with_state(tmp_path: Path, state: dict[str, object], *argv: str) -> subprocess.CompletedProcess[str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "state.json").write_text(json.dumps(state))
+    env = {**os.environ, "OMNIREEL_HOME": str(home)}
+    return subprocess.run([*omnireel_command(), *argv], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+
+
+@pytest.mark.parametrize("argv", [("local", "env"), ("jobs",)])
+def test_a_state_file_without_the_endpoint_says_so_instead_of_a_traceback(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """A state file another omnireel version wrote (no ``endpoint_url``), its stack's pid alive (this test's)."""
+    done = _with_state(
+        tmp_path, {"ready": True, "pid": os.getpid(), "api_url": "http://127.0.0.1:9", "region": "us-east-1"}, *argv
+    )
+    assert done.returncode == EXIT_INFRA, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "has no endpoint_url" in done.stderr and "local down" in done.stderr and "local up" in done.stderr
+
+
+def test_a_state_file_without_a_pid_is_a_stack_that_is_not_running(tmp_path: Path) -> None:
+    """``pid_alive(0)`` was true (``kill(0, 0)`` signals the caller's own process group)."""
+    done = _with_state(tmp_path, {"ready": True, "api_url": "http://127.0.0.1:9", "region": "us-east-1"}, "jobs")
+    assert done.returncode == EXIT_INFRA, done.stderr
+    assert "the local stack is not running" in done.stderr and "Traceback" not in done.stderr
+    assert not homedir.pid_alive(0) and not homedir.pid_alive(-1)
