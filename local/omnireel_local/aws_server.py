@@ -141,8 +141,8 @@ class KeepAliveHandler(MotoRequestHandler):
 
 
 # What flask_cors (moto's apps are wrapped with ``CORS(app)``: every origin, ``always_send``) adds to the answer of a
-# request that has no ``Origin`` header. tests/unit/local/test_aws_server.py compares the direct path's answers with
-# Flask's, headers included, so a change of flask_cors (or of moto's use of it) fails there, not in a browser.
+# request that has no ``Origin`` header. tests/unit/local/test_aws_server_direct.py compares the direct path's answers
+# with Flask's, headers included, so a change of flask_cors (or of moto's use of it) fails there, not in a browser.
 _CORS_WITHOUT_ORIGIN = (("Access-Control-Allow-Origin", "*"),)
 
 
