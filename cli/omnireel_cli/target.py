@@ -17,8 +17,9 @@ from omnireel_local import home as homedir
 from . import invocation
 from .errors import CliError, InfraError
 
-# What a command needs from the local stack's state file (omnireel_local.home.write_state).
-LOCAL_STATE_KEYS = ("pid", "api_url", "region", "endpoint_url")
+# What a command needs from the local stack's state file (omnireel_local.home.write_state), besides the pid that
+# ``local_stack`` checks first (a state without one is a stack that is not running).
+LOCAL_STATE_KEYS = ("api_url", "region", "endpoint_url")
 
 
 @dataclass
