@@ -124,6 +124,12 @@ def defer_batch_package() -> None:
     moto.batch = package  # type: ignore[attr-defined]  # as the import system binds a submodule on its parent
 
 
+# The process's SNS signing key (patch 20), made on first use. Module-level, not per application of the patch: the
+# in-process test harnesses apply it for each test (monkeypatch), and a 2048-bit key per test was ~0.1 CPU-s each.
+_SNS_KEYS: list[Any] = []
+_SNS_KEY_LOCK = threading.Lock()
+
+
 def patch_sns_signing_key(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
     """Patch 20 (see ``apply``): every SNS subscription signs with one key per process, as a region does on AWS."""
 
@@ -132,14 +138,12 @@ def patch_sns_signing_key(set_attribute: Callable[[Any, str, Any], None] = setat
 
     if getattr(Subscription.private_key, "omnireel_shared", False):
         return
-    keys: list[rsa.RSAPrivateKey] = []
-    lock = threading.Lock()
 
     def private_key(self: Any) -> rsa.RSAPrivateKey:
-        with lock:
-            if not keys:
-                keys.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
-            return keys[0]
+        with _SNS_KEY_LOCK:
+            if not _SNS_KEYS:
+                _SNS_KEYS.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            return _SNS_KEYS[0]
 
     private_key.omnireel_shared = True  # type: ignore[attr-defined]
     set_attribute(Subscription, "private_key", private_key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -133,13 +134,13 @@ class Pipeline:
 
     # ------------------------------------------------------------------ setup
     def deploy(self) -> Pipeline:
-        self.s3 = boto3.client("s3", region_name=REGION)
-        self.ddb = boto3.client("dynamodb", region_name=REGION)
-        self.sns = boto3.client("sns", region_name=REGION)
-        self.sqs = boto3.client("sqs", region_name=REGION)
-        self.sfn = boto3.client("stepfunctions", region_name=REGION)
-        self.lam = boto3.client("lambda", region_name=REGION)
-        iam = boto3.client("iam", region_name=REGION)
+        self.s3 = _client("s3")
+        self.ddb = _client("dynamodb")
+        self.sns = _client("sns")
+        self.sqs = _client("sqs")
+        self.sfn = _client("stepfunctions")
+        self.lam = _client("lambda")
+        iam = _client("iam")
         for bucket in (self.artifacts_bucket, self.inbox_bucket):
             self.s3.create_bucket(Bucket=bucket)
         # as template.yaml: every upload to the inbox is its own version, and its event names it
@@ -215,9 +216,7 @@ class Pipeline:
                 "JOB_DEADLINE_SECONDS": parameters["JobDeadlineSeconds"],
             }
         )
-        from omnireel.aws import clients
-
-        clients.client.cache_clear()
+        _product_clients_for_moto()
         for name in FUNCTIONS:
             self.handlers[name] = _load_handler(name, self.suffix)
         self.image_endpoint = FakeImageEndpoint()
@@ -520,6 +519,35 @@ def serialize_metrics(setattr_: Callable[..., None]) -> None:
             add_metric(*args, **kwargs)
 
     setattr_(metrics.provider, "add_metric", add_metric_one_at_a_time)
+
+
+@functools.cache
+def _client(service: str) -> Any:
+    """The harness's own client of ``service``, one per process: a botocore client holds no state of a deployment,
+    and moto's stubber (registered on every client once moto is imported) serves whichever mock is running. Creating
+    the seven clients again for each test was about a third of a deployment's CPU."""
+    return boto3.client(service, region_name=REGION)
+
+
+def _product_clients_for_moto() -> None:
+    """The handlers' clients (``omnireel.aws.clients``, one per service and process as in a Lambda environment) are
+    kept from the previous deployment in this process when they still point at moto: AWS's own endpoints in REGION
+    (moto's stubber answers them), no ``AWS_ENDPOINT_URL``. Anything else (a test that pointed them at a local stack
+    and did not clear them) is dropped, so the next handler creates them again for this deployment."""
+    from omnireel.aws import clients
+
+    if clients.client.cache_info().currsize and not any(k.startswith("AWS_ENDPOINT_URL") for k in os.environ):
+        metas = [clients.client(service).meta for service in _HANDLER_SERVICES]
+        if all(meta.region_name == REGION and meta.endpoint_url.endswith(".amazonaws.com") for meta in metas):
+            return
+    clients.client.cache_clear()
+
+
+# The services whose clients the harness's handlers create (a stale one of another service would fail its call loudly).
+_HANDLER_SERVICES = (
+    "dynamodb", "s3", "sns", "sqs", "stepfunctions", "events", "cloudwatch", "sagemaker", "sagemaker-runtime",
+    "secretsmanager",
+)  # fmt: skip
 
 
 def _load_handler(name: str, suffix: str) -> Any:

@@ -60,3 +60,14 @@ def test_every_subscription_signs_with_one_key_and_the_signatures_verify(monkeyp
         assert len(received) == 6 and {d["Message"] for d in received} == {"first", "second"}
         keys = {public_key_numbers(d) for d in received}
     assert len(keys) == 1, f"{len(keys)} signing keys for 3 subscriptions"
+
+
+def test_the_key_is_the_processs_across_applications_of_the_patch() -> None:
+    """The in-process harnesses apply the patch per test (monkeypatch, undone after): a new 2048-bit key each time
+    cost ~0.1 CPU-s a test. The key is made once per process, as the local stack's one."""
+    seen = set()
+    for _ in range(2):
+        with pytest.MonkeyPatch.context() as patch, mock_aws():
+            patch_sns_signing_key(patch.setattr)
+            seen |= {public_key_numbers(d) for d in deliveries(queues=1)}
+    assert len(seen) == 1, "a new signing key for each application of the patch"
