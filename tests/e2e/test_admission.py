@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.frontdoor import FrontDoorClient, developer_door, new_user
+from tests.support.loopback import http
 from tests.support.stack import LocalStack
 
 from .helpers import JobEvents, wait_for
@@ -43,7 +43,7 @@ def doors(stack: LocalStack) -> tuple[FrontDoorClient, FrontDoorClient]:
 
 def _image_faults(url: str, faults: dict[str, Any] | None) -> None:
     """The image emulator's faults (None: none)."""
-    httpx.put(f"{url}/_emulator/config", json={"faults": {"images": faults}}, timeout=10).raise_for_status()
+    http().put(f"{url}/_emulator/config", json={"faults": {"images": faults}}, timeout=10).raise_for_status()
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def _job(door: FrontDoorClient, job_id: str) -> dict[str, Any]:
 
 
 def _image_requests(url: str) -> int:
-    stats = httpx.get(f"{url}/_emulator/stats", timeout=10).json()
+    stats = http().get(f"{url}/_emulator/stats", timeout=10).json()
     return int(stats["routes"].get("images", {}).get("requests", 0))
 
 
@@ -77,7 +77,7 @@ def _quiet(url: str) -> None:
     """No image request in flight or waiting at the emulator (an earlier test's jobs are done with the model)."""
 
     def idle() -> bool:
-        pool = httpx.get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
+        pool = http().get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
         return pool.get("in_flight", 0) == 0 and not pool.get("waiting", 0)
 
     wait_for(lambda: idle() and (time.sleep(3) or idle()), 180, "the image model to be idle")
@@ -173,7 +173,7 @@ def test_a_job_cancelled_during_its_image_call_keeps_the_busy_model_to_itself_un
     _quiet(url)
     _image_faults(url, {"latency_s": 10})
     try:
-        httpx.delete(f"{url}/_emulator/stats", timeout=10).raise_for_status()
+        http().delete(f"{url}/_emulator/stats", timeout=10).raise_for_status()
         held = _submit(a, "a paper lamp cancelled while it is drawn")
         wait_for(lambda: _job(a, held)["status"] == "generating_image", 120, "its image call")
         following = _submit(b, "a paper lamp drawn next")
@@ -183,6 +183,6 @@ def test_a_job_cancelled_during_its_image_call_keeps_the_busy_model_to_itself_un
         _settled(b, [following])
     finally:
         _image_faults(url, None)
-    images = httpx.get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
+    images = http().get(f"{url}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
     assert images["peak_in_flight"] == 1 and images["peak_waiting"] == 0, images
     assert _job(b, following)["status"] == "succeeded" and _job(a, held)["status"] == "cancelled"

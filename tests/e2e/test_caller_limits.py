@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import pytest
 from botocore.credentials import Credentials
 
 from omnireel.aws.usage_store import PENDING_ITEM
 from omnireel.usage.limits import INBOX_CALLER
 from tests.support.frontdoor import FrontDoorClient, aws, new_user
+from tests.support.loopback import http
 from tests.support.stack import LocalStack, reconfigured
 
 from .helpers import wait_for
@@ -57,7 +57,7 @@ def _door(stack: LocalStack, credentials: Credentials) -> FrontDoorClient:
 def _video_latency(stack: LocalStack, seconds: float | None) -> None:
     emulator = stack.outputs["OMNIREEL_EMULATOR_VIDEO_MODEL_URL"]
     faults = {"videos": {"latency_s": seconds} if seconds else None}
-    httpx.put(f"{emulator}/_emulator/config", json={"faults": faults}, timeout=10).raise_for_status()
+    http().put(f"{emulator}/_emulator/config", json={"faults": faults}, timeout=10).raise_for_status()
 
 
 def _submit(door: FrontDoorClient, prompt: str) -> Any:

@@ -22,13 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 from botocore.config import Config
 
 from omnireel_local import home as homedir
 from omnireel_template import ROOT
 from tests.support.frontdoor import FrontDoorClient, Reply, developer_door, new_user
+from tests.support.loopback import http
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client
@@ -46,11 +46,11 @@ def _emulator(stack: LocalStack, kind: str) -> str:
 
 
 def _set_faults(url: str, faults: dict[str, Any] | None, kind: str) -> None:
-    httpx.put(f"{url}/_emulator/config", json={"faults": {kind: faults}}, timeout=10).raise_for_status()
+    http().put(f"{url}/_emulator/config", json={"faults": {kind: faults}}, timeout=10).raise_for_status()
 
 
 def _concurrency(url: str, kind: str, reset: bool = False) -> dict[str, Any]:
-    response = httpx.delete(f"{url}/_emulator/stats", timeout=10) if reset else httpx.get(f"{url}/_emulator/stats")
+    response = http().delete(f"{url}/_emulator/stats", timeout=10) if reset else http().get(f"{url}/_emulator/stats")
     return response.json()["concurrency"][kind]
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 from requests_toolbelt.multipart.decoder import MultipartDecoder
 
+from tests.support.loopback import http
 from tests.support.stack import LocalStack
 
 from .helpers import aws_client
@@ -113,7 +114,6 @@ def _log_lines(stack: LocalStack, function: str, job_id: str) -> list[dict]:
 
 
 def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_render(stack: LocalStack) -> None:
-    import httpx
 
     from .helpers import JobEvents, wait_for
 
@@ -122,7 +122,7 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
     # The render must outlast the status poll and the CLI's DELETE: 8 s did not on a machine at load 11 (the job
     # succeeded first, in a clean-clone run beside a 10,000-line drop); 20 s leaves room, and the test waits for the
     # late notification below anyway.
-    httpx.put(
+    http().put(
         f"{emulator}/_emulator/config", json={"faults": {"videos": {"latency_s": 20}}}, timeout=10
     ).raise_for_status()
     try:
@@ -146,7 +146,7 @@ def test_cancel_mid_render_stops_the_job_with_one_event_and_ignores_the_late_ren
         wait_for(ignored, 90, "async_result to ignore the late notification")
         events = subscriber.until(lambda got: any(e.get("job_id") == job_id for e in got), 30)
     finally:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
         subscriber.close()
     job = json.loads(stack.cli("status", job_id, "--json", check=True).stdout)
     assert job["status"] == "cancelled"

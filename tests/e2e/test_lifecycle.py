@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from omnireel_local import home as homedir
+from tests.support.loopback import http
 from tests.support.stack import LocalStack, cli_env, start_stack, stop_stack
 
 pytestmark = pytest.mark.e2e
@@ -30,7 +31,7 @@ def test_up_status_env_down_leaves_no_process(tmp_path: Path) -> None:
         assert stat.S_IMODE((stack.home / "state.json").stat().st_mode) == 0o600
         relay_pid = int(stack.state()["child_pids"]["relay"])
         assert homedir.pid_is_ours(relay_pid, "omnireel_relay")
-        assert httpx.get(relay["health_url"], timeout=5).status_code == 200
+        assert http().get(relay["health_url"], timeout=5).status_code == 200
         status = stack.cli("local", "status")
         assert status.returncode == 0 and "running" in status.stdout
         assert f"TTS relay     {relay['url']}" in status.stdout
@@ -47,7 +48,7 @@ def test_up_status_env_down_leaves_no_process(tmp_path: Path) -> None:
     assert not any(homedir.pid_alive(p) for p in pids)
     assert not homedir.pid_alive(relay_pid)
     with pytest.raises(httpx.TransportError):
-        httpx.get(relay["health_url"], timeout=2)
+        http().get(relay["health_url"], timeout=2)
     assert stack.cli("local", "status").returncode == 3
     assert stack.cli("local", "env").returncode == 3
 

@@ -6,10 +6,10 @@ import json
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
+from tests.support.loopback import http
 from tests.support.stack import ROOT, LocalStack, cli_command
 
 from .helpers import LineReader, decode_mp4, drain_events_until, png_size
@@ -70,13 +70,13 @@ def test_a_subscriber_receives_job_succeeded(stack: LocalStack) -> None:
 
 def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalStack) -> None:
     emulator = stack.outputs["OMNIREEL_EMULATOR_IMAGE_MODEL_URL"]
-    httpx.put(
+    http().put(
         f"{emulator}/_emulator/config", json={"faults": {"images": {"error_rate": 1.0}}}, timeout=10
     ).raise_for_status()
     try:
         result = stack.cli("submit", "this image will never render", "--wait", "--json", "--timeout", JOB_TIMEOUT)
     finally:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"images": None}}, timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"images": None}}, timeout=10).raise_for_status()
     assert result.returncode == 1, result.stderr
     job = json.loads(result.stdout)
     assert job["status"] == "failed"
@@ -85,7 +85,7 @@ def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalSta
     assert "injected fault" in job["error"]["message"]
     assert "failed at generate_image" in result.stderr
     # Retried (ImageMaxAttempts) before giving up: 1 + 2 calls reached the container.
-    stats = httpx.get(f"{emulator}/_emulator/stats", timeout=10).json()
+    stats = http().get(f"{emulator}/_emulator/stats", timeout=10).json()
     assert stats["routes"]["images"].get("error", 0) >= 3
     event = drain_events_until(
         stack, lambda e: e.get("job_id") == job["job_id"] and e["event_type"] in TERMINAL_EVENT_TYPES
@@ -97,11 +97,11 @@ def test_image_endpoint_faults_end_in_job_failed_with_the_reason(stack: LocalSta
 def test_video_endpoint_failure_reaches_the_job_through_the_error_topic(stack: LocalStack) -> None:
     emulator = stack.outputs["OMNIREEL_EMULATOR_VIDEO_MODEL_URL"]
     faults = {"faults": {"videos": {"error_rate": 1.0}}}
-    httpx.put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
+    http().put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
     try:
         result = stack.cli("submit", "this video will never render", "--wait", "--json", "--timeout", JOB_TIMEOUT)
     finally:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"videos": None}}, timeout=10).raise_for_status()
     assert result.returncode == 1, result.stderr
     job = json.loads(result.stdout)
     assert job["error"]["stage"] == "render_video"

@@ -9,10 +9,10 @@ import subprocess
 import wave
 from pathlib import Path
 
-import httpx
 import pytest
 
 from omnireel_local import home as homedir
+from tests.support.loopback import http
 from tests.support.stack import ROOT, LocalStack, cli_command
 
 from .helpers import decode_mp4, png_size
@@ -62,11 +62,11 @@ def test_tts_wrong_token_and_unreachable_relay_are_clear_errors(stack: LocalStac
 def test_tts_error_event_from_the_model_fails_the_command(stack: LocalStack, tmp_path: Path) -> None:
     emulator = stack.outputs["OMNIREEL_EMULATOR_TTS_MODEL_URL"]
     faults = {"faults": {"speech": {"error_rate": 1.0}}}
-    httpx.put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
+    http().put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
     try:
         result = stack.cli("tts", "This will fail.", "--out", str(tmp_path / "x.wav"), timeout=60)
     finally:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"speech": None}}, timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"speech": None}}, timeout=10).raise_for_status()
     assert result.returncode == 1
     assert "the relay reported an error: Speech generation failed: injected fault" in result.stderr
     assert not (tmp_path / "x.wav").exists()
@@ -95,11 +95,11 @@ def test_smoke_passes_and_writes_real_media(stack: LocalStack, tmp_path: Path) -
 def test_smoke_fails_when_a_check_fails(stack: LocalStack, tmp_path: Path) -> None:
     emulator = stack.outputs["OMNIREEL_EMULATOR_TTS_MODEL_URL"]
     faults = {"faults": {"speech": {"error_rate": 1.0}}}
-    httpx.put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
+    http().put(f"{emulator}/_emulator/config", json=faults, timeout=10).raise_for_status()
     try:
         result = stack.cli("smoke", "--out", str(tmp_path), "--timeout", "90", timeout=150)
     finally:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"speech": None}}, timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"speech": None}}, timeout=10).raise_for_status()
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(r"^FAIL\s+tts\s.*injected fault", result.stdout, re.M)
     assert re.search(r"^smoke: FAIL \(3 passed, 1 failed, 0 skipped\)", result.stdout, re.M)

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.loopback import http
 from tests.support.waiting import wait_for
 
 
@@ -26,7 +27,7 @@ def stop_process(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
 def answers_ping(url: str, timeout_s: float = 2.0) -> bool:
     """``GET {url}/ping`` answers 200 (a container emulator): False while nothing listens or it errs."""
     try:
-        return httpx.get(f"{url}/ping", timeout=timeout_s).status_code == 200
+        return http().get(f"{url}/ping", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import websockets
 
 from omnireel_local.home import free_port as _free_port
+from tests.support.loopback import http
 from tests.support.processes import stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[3]
@@ -43,7 +43,7 @@ def emulator(tmp_path_factory) -> Iterator[tuple[str, Path]]:
 
 def test_process_serves_http_and_says_it_is_an_emulator(emulator):
     base, log_path = emulator
-    r = httpx.post(
+    r = http().post(
         f"{base}/invocations",
         json={"prompt": "a harbour", "size": "64x64", "seed": 1},
         headers={"X-Amzn-SageMaker-Custom-Attributes": "route=/v1/images/generations"},

@@ -10,7 +10,6 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from omnireel_local import emulator_zygote, zygote
@@ -19,6 +18,7 @@ from omnireel_local.emulator.config import EmulatorConfig
 from omnireel_local.emulator_python import emulator_python
 from omnireel_template import ROOT, load_template
 from tests.support.import_env import import_time_env_reads
+from tests.support.loopback import http
 from tests.support.processes import answers_ping, wait_until_serving
 from tests.support.waiting import wait_for
 
@@ -59,9 +59,9 @@ def test_one_template_forks_emulators_that_each_serve_their_own_model(template, 
     video, video_url = _fork(template, tmp_path, "Wan-AI/Wan2.1-VACE-1.3B-diffusers")
     assert image.pid != video.pid and _parent(image.pid) == _parent(video.pid) == template.pid
     # The model each one serves is its own environment's (read in the child, after the fork), not the template's.
-    assert httpx.get(f"{image_url}/_emulator/config").json()["model"] == "black-forest-labs/FLUX.2-klein-4B"
-    assert httpx.get(f"{video_url}/_emulator/config").json()["model"] == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
-    picture = httpx.post(f"{image_url}/v1/images/generations", json={"prompt": "a paper boat", "size": "64x64"})
+    assert http().get(f"{image_url}/_emulator/config").json()["model"] == "black-forest-labs/FLUX.2-klein-4B"
+    assert http().get(f"{video_url}/_emulator/config").json()["model"] == "Wan-AI/Wan2.1-VACE-1.3B-diffusers"
+    picture = http().post(f"{image_url}/v1/images/generations", json={"prompt": "a paper boat", "size": "64x64"})
     assert picture.status_code == 200, picture.text
 
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 from moto import mock_aws
 
@@ -32,6 +31,7 @@ from omnireel_local import sagemaker_hosting
 from omnireel_local.home import free_port as _free_port
 from omnireel_local.iam.identities import Credentials
 from omnireel_local.sagemaker_hosting import SageMakerHosting
+from tests.support.loopback import http
 from tests.support.processes import stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[3]
@@ -85,8 +85,8 @@ def hosting(emulator: str, sagemaker: Any) -> Iterator[SageMakerHosting]:
 @pytest.fixture
 def faults(emulator: str) -> Iterator[Callable[[dict[str, Any]], None]]:
     def set_faults(images: dict[str, Any]) -> None:
-        httpx.put(f"{emulator}/_emulator/config", json={"faults": {"images": images}}, timeout=10).raise_for_status()
-        httpx.delete(f"{emulator}/_emulator/stats", timeout=10).raise_for_status()
+        http().put(f"{emulator}/_emulator/config", json={"faults": {"images": images}}, timeout=10).raise_for_status()
+        http().delete(f"{emulator}/_emulator/stats", timeout=10).raise_for_status()
 
     yield set_faults
     set_faults(None)  # type: ignore[arg-type]
@@ -122,7 +122,7 @@ def _scale(sagemaker: Any, name: str, instances: int) -> None:
 
 
 def _stats(emulator: str) -> dict[str, Any]:
-    return httpx.get(f"{emulator}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
+    return http().get(f"{emulator}/_emulator/stats", timeout=10).json()["concurrency"]["images"]
 
 
 def _wait_until(what: str, probe: Callable[[], Any], predicate: Callable[[Any], bool]) -> Any:
