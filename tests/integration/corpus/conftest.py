@@ -9,7 +9,10 @@ from omnireel_local.patches.speed import (
     patch_json_path_cache,
     patch_program_cache,
     patch_sns_signing_key,
+    patch_update_checks_once,
+    patch_update_expression_cache,
     patch_update_traversal,
+    patch_update_tree_copy,
 )
 from omnireel_local.patches.stepfunctions import patch_stop_execution
 from tests.integration.pipeline.harness import Pipeline, serialize_metrics
@@ -24,6 +27,9 @@ def corpus_pipeline():
         patch_sns_signing_key(patch.setattr)  # patch 20: one SNS signing key, not one per subscription
         patch_program_cache(patch.setattr)  # patch 22: one parse per definition (validation included)
         patch_update_traversal(patch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
+        patch_update_expression_cache(patch.setattr)  # patch 24: one parse per UpdateExpression, as on the stack
+        patch_update_checks_once(patch.setattr)  # patch 36: its shape checks once per expression and names
+        patch_update_tree_copy(patch.setattr)  # patch 37: its tree copied node by node
         patch_json_path_cache(patch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
         patch_condition_lex_cache(patch.setattr)  # patch 35: one lexing per condition expression, as on the stack
         serialize_metrics(patch.setattr)  # handlers on moto's threads share Powertools' metric set
