@@ -12,7 +12,6 @@ import copy
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.parsing.ast_nodes import Node
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
@@ -26,7 +25,7 @@ from omnireel_local.patches.speed import (
     patch_update_tree_copy,
 )
 from tests.support.dynamodb_tables import jobs_table
-from tests.unit.local.test_update_traversal import ITEM, KEY, UPDATES
+from tests.unit.local.test_update_traversal import ITEM, KEY, UPDATES, update_outcome
 
 # More shapes: one section of each kind, nested paths and list indexes, the same path under two names, two SET sections.
 MORE: list[tuple[str, dict[str, str], dict[str, Any]]] = [
@@ -45,14 +44,7 @@ def _outcomes(calls: list[int]) -> tuple[list[Any], list[int]]:
     walks = []
     for _ in range(2):
         calls[0] = 0
-        for expression, names, values in [*UPDATES, *MORE]:
-            extra: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
-            try:
-                answer = ddb.update_item(TableName="jobs", Key=KEY, UpdateExpression=expression,
-                                         ExpressionAttributeValues=values, ReturnValues="ALL_NEW", **extra)  # fmt: skip
-                outcomes.append(("ok", answer["Attributes"]))
-            except ClientError as refused:
-                outcomes.append(("refused", refused.response["Error"]["Code"], refused.response["Error"]["Message"]))
+        outcomes += [update_outcome(ddb, *update) for update in [*UPDATES, *MORE]]
         walks.append(calls[0])
     outcomes.append(("item", ddb.get_item(TableName="jobs", Key=KEY)["Item"]))
     return outcomes, walks

@@ -43,17 +43,20 @@ UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+def update_outcome(ddb: Any, expression: str, names: dict[str, str], values: dict[str, Any]) -> tuple[Any, ...]:
+    """UpdateItem on the fixture's item: ``("ok", the new item)`` or ``("refused", code, message)``."""
+    extra: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
+    try:
+        answer = ddb.update_item(TableName="jobs", Key=KEY, UpdateExpression=expression,
+                                 ExpressionAttributeValues=values, ReturnValues="ALL_NEW", **extra)  # fmt: skip
+    except ClientError as refused:
+        return ("refused", refused.response["Error"]["Code"], refused.response["Error"]["Message"])
+    return ("ok", answer["Attributes"])
+
+
 def _outcomes() -> list[Any]:
     ddb = jobs_table(ITEM)
-    outcomes: list[Any] = []
-    for expression, names, values in UPDATES:
-        extra: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
-        try:
-            answer = ddb.update_item(TableName="jobs", Key=KEY, UpdateExpression=expression,
-                                     ExpressionAttributeValues=values, ReturnValues="ALL_NEW", **extra)  # fmt: skip
-            outcomes.append(("ok", answer["Attributes"]))
-        except ClientError as refused:
-            outcomes.append(("refused", refused.response["Error"]["Code"], refused.response["Error"]["Message"]))
+    outcomes: list[Any] = [update_outcome(ddb, *update) for update in UPDATES]
     outcomes.append(("item", ddb.get_item(TableName="jobs", Key=KEY)["Item"]))
     return outcomes
 
