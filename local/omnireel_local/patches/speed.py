@@ -608,22 +608,25 @@ def patch_update_checks_once(set_attribute: Callable[[Any, str, Any], None] = se
     set_attribute(UpdateExpressionValidator, "validate", validate)
 
 
-def copy_tree(node: Any, parent: Any = None) -> Any:
+def copy_tree(root: Any) -> Any:
     """A copy of a moto expression tree as ``copy.deepcopy`` makes it, node by node: each node a new object of its class
     with its attributes (``type``, ``children``, ``parent``: all a moto node has), its children copied the same way (a
-    child that is not a node through ``copy.deepcopy``) and its ``parent`` the copy of its parent."""
+    child that is not a node through ``copy.deepcopy``) and its ``parent`` the copy of its parent (the root's: none)."""
     import copy
 
     from moto.dynamodb.parsing.ast_nodes import Node
 
-    new = object.__new__(type(node))
-    new.__dict__.update(node.__dict__)
-    new.parent = parent
-    if node.children is not None:
-        new.children = [
-            copy_tree(child, new) if isinstance(child, Node) else copy.deepcopy(child) for child in node.children
-        ]
-    return new
+    def copied(node: Any, parent: Any) -> Any:
+        new = object.__new__(type(node))
+        new.__dict__.update(node.__dict__)
+        new.parent = parent
+        if node.children is not None:
+            new.children = [
+                copied(child, new) if isinstance(child, Node) else copy.deepcopy(child) for child in node.children
+            ]
+        return new
+
+    return copied(root, None)
 
 
 def patch_update_tree_copy(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
