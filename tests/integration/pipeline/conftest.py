@@ -5,18 +5,8 @@ from moto.core.responses import EmptyResult
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from omnireel_local.patches.dynamodb import patch_dynamodb_atomic_requests
-from omnireel_local.patches.speed import (
-    patch_condition_lex_cache,
-    patch_json_path_cache,
-    patch_program_cache,
-    patch_sns_signing_key,
-    patch_update_checks_once,
-    patch_update_expression_cache,
-    patch_update_traversal,
-    patch_update_tree_copy,
-)
 from omnireel_local.patches.stepfunctions import patch_answered_once, patch_early_callbacks, patch_stop_execution
-from tests.integration.pipeline.harness import Pipeline, serialize_metrics
+from tests.integration.pipeline.harness import Pipeline, serialize_metrics, speed_patches
 
 
 @pytest.fixture
@@ -41,14 +31,7 @@ def make_pipeline(monkeypatch):
     # patch 18 (omnireel_local.patches.stepfunctions), applied here for this test only.
     patch_early_callbacks(monkeypatch.setattr)
     patch_answered_once(monkeypatch.setattr)  # patch 18b: a token takes one answer (another is TaskTimedOut)
-    patch_sns_signing_key(monkeypatch.setattr)  # patch 20: one SNS signing key, not one per subscription
-    patch_program_cache(monkeypatch.setattr)  # patch 22: one parse per definition, shared by the test's executions
-    patch_update_traversal(monkeypatch.setattr)  # patch 33: UpdateItem's validation, as on the local stack
-    patch_update_expression_cache(monkeypatch.setattr)  # patch 24: one parse per UpdateExpression, as on the stack
-    patch_update_checks_once(monkeypatch.setattr)  # patch 36: its shape checks once per expression and names
-    patch_update_tree_copy(monkeypatch.setattr)  # patch 37: its tree copied node by node
-    patch_json_path_cache(monkeypatch.setattr)  # patch 34: one parse per JSONPath string, as on the local stack
-    patch_condition_lex_cache(monkeypatch.setattr)  # patch 35: one lexing per condition expression, as on the stack
+    speed_patches(monkeypatch.setattr)  # the local stack's speed patches that apply in process (harness.py)
     # patch 26: a read answers from a consistent item (a GetItem serialising the job while a handler on another moto
     # thread updated it failed one CI run with "dictionary changed size during iteration")
     patch_dynamodb_atomic_requests(monkeypatch.setattr)
