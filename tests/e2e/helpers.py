@@ -113,16 +113,13 @@ def terminal_events(stack, job_id: str, want: int, timeout: float) -> list[dict]
 
 
 def aws_client(stack, service: str):  # type: ignore[no-untyped-def]
-    """A boto3 client for the local stack, configured from `omnireel local env` (as a user's shell would be)."""
-    import boto3
+    """A boto3 client for the local stack, configured from `omnireel local env` (as a user's shell would be); one per
+    endpoint and identity in the process (tests/support/local_clients.py)."""
+    from tests.support import local_clients
 
     env = stack.outputs
-    return boto3.client(
-        service,
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        region_name=env["AWS_REGION"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+    return local_clients.client(
+        service, env["AWS_ENDPOINT_URL"], env["AWS_REGION"], env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
     )
 
 

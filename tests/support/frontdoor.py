@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from omnireel.events.event_types import TERMINAL_EVENT_TYPES
 from omnireel_local import home as homedir
+from tests.support import local_clients
 
 TIMEOUT_S = 35.0
 
@@ -107,14 +107,10 @@ class FrontDoorClient:
 
 
 def aws(state: dict[str, Any], service: str) -> Any:
-    """A client of the local AWS with the local developer's credentials."""
+    """The process's client of the local AWS with the local developer's credentials (tests/support/local_clients.py)."""
     keys = homedir.developer_credentials(state)
-    return boto3.client(
-        service,
-        endpoint_url=state["endpoint_url"],
-        region_name=state["region"],
-        aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+    return local_clients.client(
+        service, state["endpoint_url"], state["region"], keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]
     )
 
 
