@@ -33,6 +33,7 @@ from moto.awslambda.models import LambdaFunction
 
 from omnireel.core.errors import EndpointUnavailable
 from omnireel.jobs.job import AsyncInvocation
+from omnireel_local.patches.speed import defer_batch_package
 from omnireel_template import (
     definition_file,
     function_folder,
@@ -43,6 +44,12 @@ from omnireel_template import (
     state_machine_substitutions,
 )
 from tests.support.media import tiny_mp4 as tiny_mp4  # the pipeline tests import it from here
+
+# Patch 21 (omnireel_local.patches.speed), for this process: moto's Step Functions interpreter, which the harness's
+# executions import, imports moto.batch, whose models build EC2's region and instance-type tables (~0.4 s of CPU per
+# test process). Deferred until something Batch defines is used; a no-op once moto.batch is imported. It must run
+# before the interpreter's first import, so here rather than in speed_patches (per test).
+defer_batch_package()
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
@@ -500,7 +507,8 @@ def _aws_shaped_sns(payload: Any) -> Any:
 
 def speed_patches(set_attribute: Callable[..., None]) -> None:
     """The local stack's speed patches that apply in process (omnireel_local.patches.speed), for the in-process
-    harnesses: the same answers as moto's, less CPU per test. ``set_attribute``: monkeypatch's setattr."""
+    harnesses: the same answers as moto's, less CPU per test. ``set_attribute``: monkeypatch's setattr. (Patch 21 is
+    applied when this module is imported, below.)"""
     from omnireel_local.patches import speed
 
     speed.patch_sns_signing_key(set_attribute)  # patch 20: one SNS signing key, not one per subscription
