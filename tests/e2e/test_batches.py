@@ -16,17 +16,16 @@ import pytest
 from tests.support.frontdoor import developer_door, new_user
 from tests.support.stack import LocalStack
 
-from .helpers import JobEvents, wait_for
+from .helpers import SMALL_MEDIA, JobEvents, wait_for
 
 pytestmark = pytest.mark.e2e
 
-SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
 BATCH_TIMEOUT_S = 480  # bounded; generous because the machine is shared (2 cores)
 WEBHOOK_TIMEOUT_S = 240  # a 2-line batch; below pytest-timeout's 300 s so a missing delivery fails with its message
 
 
 def _job(i: int) -> dict:
-    return {"prompt": f"a small paper lantern number {i} drifting at dusk", "seed": i, "video": SMALL_VIDEO}
+    return {"prompt": f"a small paper lantern number {i} drifting at dusk", "seed": i, **SMALL_MEDIA}
 
 
 def twenty_lines() -> tuple[bytes, dict[int, str]]:

@@ -30,10 +30,9 @@ from tests.support.frontdoor import FrontDoorClient, aws, new_user
 from tests.support.loopback import http
 from tests.support.stack import LocalStack, reconfigured
 
-from .helpers import wait_for
+from .helpers import SMALL_MEDIA, wait_for
 
 LIMIT = 2
-SMALL = {"video": {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}}
 HOLD_S = 25  # the emulator's video latency while A's jobs must stay pending
 TIMEOUT_S = 300
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TIMEOUT_S + 300)]
@@ -61,7 +60,7 @@ def _video_latency(stack: LocalStack, seconds: float | None) -> None:
 
 
 def _submit(door: FrontDoorClient, prompt: str) -> Any:
-    return door.post_json({"prompt": prompt, **SMALL}, ("Idempotency-Key", uuid.uuid4().hex))
+    return door.post_json({"prompt": prompt, **SMALL_MEDIA}, ("Idempotency-Key", uuid.uuid4().hex))
 
 
 def _remaining(reply: Any) -> int:
@@ -221,7 +220,7 @@ def test_a_batch_over_its_owners_limit_waits_line_by_line_and_completes(stack: L
     owner = _door(stack, new_user(state)[1])
     _video_latency(stack, 5)
     try:
-        lines = [{"prompt": f"line {i}", **SMALL} for i in range(LIMIT + 2)]
+        lines = [{"prompt": f"line {i}", **SMALL_MEDIA} for i in range(LIMIT + 2)]
         body = json.dumps({"jobs": lines}).encode()
         headers = [("Content-Type", "application/json"), ("Idempotency-Key", uuid.uuid4().hex)]
         reply = owner.request("POST", "/batches", body, headers)

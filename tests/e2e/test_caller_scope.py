@@ -24,11 +24,12 @@ from omnireel_local import home as homedir
 from tests.support.frontdoor import FrontDoorClient, aws, developer_door, invoke_policy, new_role, session_of
 from tests.support.stack import LocalStack, reconfigured
 
+from .helpers import SMALL_MEDIA
+
 pytestmark = pytest.mark.e2e
 
 AWS_USER_ID = re.compile(r"^AIDA[A-Z2-7]{17}$")  # IAM unique ids: a prefix by kind, 21 characters in all
 AWS_ROLE_ID = re.compile(r"^AROA[A-Z2-7]{17}$")
-SMALL = {"video": {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}}
 
 
 def _door(state: dict[str, Any], credentials: Credentials) -> FrontDoorClient:
@@ -51,7 +52,7 @@ def _delete_user(state: dict[str, Any], name: str, access_key: str) -> None:
 
 
 def _submit(door: FrontDoorClient, key: str, prompt: str = "who am I") -> dict[str, Any]:
-    reply = door.post_json({"prompt": prompt, **SMALL}, ("Idempotency-Key", key))
+    reply = door.post_json({"prompt": prompt, **SMALL_MEDIA}, ("Idempotency-Key", key))
     assert reply.status == 202, reply.body
     return {"job_id": reply.json["job_id"], "replayed": reply.header("Idempotent-Replayed")}
 

@@ -22,13 +22,12 @@ from omnireel.webhooks.submit_check import SUBMIT_RESOLVE_TIMEOUT_S
 from tests.support.frontdoor import developer_door, new_user
 from tests.support.stack import LocalStack
 
-from .helpers import platform_faults, wait_for
+from .helpers import SMALL_MEDIA, platform_faults, wait_for
 
 pytestmark = pytest.mark.e2e
 
 DELAY_S = 30  # far past the submit-time bound and the API function's 15 s Timeout
 BATCH_BOUND_S = 240  # generous: a shared 2-core machine; the batch takes well under a minute when idle
-SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
 
 
 def _slow_host(stack: LocalStack) -> str:
@@ -63,7 +62,7 @@ def test_a_batch_with_a_slow_webhook_host_completes_with_its_lines_failed_with_t
     door = developer_door(stack.state())
     jobs: list[dict] = []
     for n in range(1, 5):
-        job: dict = {"prompt": f"a heron {n} at dusk", "seed": n, "video": SMALL_VIDEO}
+        job: dict = {"prompt": f"a heron {n} at dusk", "seed": n, **SMALL_MEDIA}
         if n != 3:
             job["webhook"] = f"http://{host}:9/hooks"
         jobs.append(job)

@@ -28,12 +28,11 @@ from omnireel_local.home import free_port
 from tests.support.frontdoor import FrontDoorClient, developer_door, new_user
 from tests.support.stack import ROOT, LocalStack, cli_command
 
-from .helpers import LineReader, aws_client, wait_for
+from .helpers import SMALL_MEDIA, LineReader, aws_client, wait_for
 
 pytestmark = pytest.mark.e2e
 
 DELIVERY_TIMEOUT_S = 150
-SMALL_VIDEO = {"num_frames": 9, "width": 320, "height": 256, "num_inference_steps": 2}
 
 
 class Receiver:
@@ -144,7 +143,7 @@ def test_each_caller_has_its_own_secret_and_cannot_make_another_callers_receiver
         aimed = _submit(stack, "a job of A aimed at B's receiver", f"{b_receiver.url}/from-a")
         own = _submit(stack, "a job of A for A's receiver", f"{a_receiver.url}/a-own")
         reply = door_b.post_json(
-            {"prompt": "a job of B for B's receiver", "video": SMALL_VIDEO, "webhook": f"{b_receiver.url}/b-own"}
+            {"prompt": "a job of B for B's receiver", **SMALL_MEDIA, "webhook": f"{b_receiver.url}/b-own"}
         )
         assert reply.status == 202, reply.body
 
@@ -184,7 +183,7 @@ def test_a_dropped_files_delivery_is_signed_with_the_unowned_secret_only_operato
     with receivers(stack, unowned, developer) as (operator_receiver, developer_receiver):
         s3 = aws_client(stack, "s3")
         for receiver, path in ((operator_receiver, "/dropped"), (developer_receiver, "/dropped-dev")):
-            body = {"prompt": "a dropped prompt with a webhook", "video": SMALL_VIDEO, "webhook": receiver.url + path}
+            body = {"prompt": "a dropped prompt with a webhook", **SMALL_MEDIA, "webhook": receiver.url + path}
             key = f"prompts/e2e-unowned-{uuid.uuid4().hex[:8]}.json"
             s3.put_object(Bucket=stack.outputs["OMNIREEL_INBOX_BUCKET_NAME"], Key=key, Body=json.dumps(body).encode())
         got = operator_receiver.delivery_for("/dropped")

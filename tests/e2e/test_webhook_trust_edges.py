@@ -27,8 +27,8 @@ from omnireel_local.home import free_port
 from tests.support.frontdoor import FrontDoorClient, new_user
 from tests.support.stack import LocalStack, reconfigured
 
-from .helpers import aws_client, wait_for
-from .test_webhook_tenants import DELIVERY_TIMEOUT_S, SMALL_VIDEO, receivers
+from .helpers import SMALL_MEDIA, aws_client, wait_for
+from .test_webhook_tenants import DELIVERY_TIMEOUT_S, receivers
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def _deliveries(door: FrontDoorClient, job_id: str) -> dict[str, Any]:
 
 
 def _submit(door: FrontDoorClient, prompt: str, webhook: str) -> str:
-    reply = door.post_json({"prompt": prompt, "video": SMALL_VIDEO, "webhook": webhook})
+    reply = door.post_json({"prompt": prompt, **SMALL_MEDIA, "webhook": webhook})
     assert reply.status == 202, reply.body
     return str(reply.json["job_id"])
 
