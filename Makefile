@@ -220,9 +220,16 @@ LINT_LOG := .aws-sam/lint.log
 # workers, two files at a time. In a worker each left a CPU idle for most of its length (measured alone: CPU 20-60 %
 # of wall); beside the workers they only add their bursts of CPU. Not skipped: their output follows pytest's, and
 # either run failing fails `make test`. TEST_WORKERS=1 runs them inline. Every run measures coverage (below).
+# The second half of the list is the rule's (tests/support/run_order.py: a file of tests/integration or tests/e2e that
+# does not use the shared stack and was measured under 0.15 CPU-s per second of its length; a run's collection fails
+# naming any such file not listed here): hostile and slow peers, the client's waits, a capacity wait. In the main run
+# they came last and left a core idle for most of the run's last minute (fifteenth pass).
 WAITING_LANE := tests/integration/pipeline/test_state_machine.py tests/e2e/test_executions.py \
 	tests/e2e/test_supervisor.py tests/integration/relay/test_relay_long_utterances.py \
-	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay
+	tests/integration/relay/test_relay_with_emulator.py tests/unit/relay \
+	tests/integration/client/test_hostile_answers.py tests/integration/local/test_sagemaker_capacity.py \
+	tests/integration/client/test_ui_server.py tests/integration/client/test_wait_for_the_event.py \
+	tests/integration/client/test_transport.py tests/integration/client/test_webhooks.py
 WAIT_LOG := .aws-sam/waiting-lane.log
 LANE := $(if $(filter 1,$(TEST_WORKERS)),,$(WAITING_LANE))
 # The unit lane: tests/unit (no local stack, no network: one module or process at a time; minus its files in the

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support import file_cpu
-from tests.support.run_order import file_of, order
+from tests.support.run_order import (
+    WAITING_CPU_PER_S,
+    file_cpu_seconds,
+    file_of,
+    file_seconds,
+    measured_waiting,
+    misplaced_waiting_files,
+    order,
+    waiting_lane,
+)
 from tests.support.shared_stack import SharedStack, stop_after
 
 if TYPE_CHECKING:
@@ -91,7 +100,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 # The order of the files (longest first, from the measured seconds in tests/durations.json): tests/support/run_order.py.
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[FILES_WITH_STACK] = order(items)
+    config.stash[FILES_WITH_STACK] = with_stack = order(items)
+    # Rules, not lists: a file that mostly waits belongs to the waiting lane (tests/support/run_order.py).
+    waiting = measured_waiting(file_seconds(), file_cpu_seconds())
+    misplaced = misplaced_waiting_files({file_of(item) for item in items}, with_stack, waiting_lane(), waiting)
+    if misplaced:
+        raise pytest.UsageError(
+            f"{', '.join(misplaced)}: measured as mostly waiting (tests/durations.json: under "
+            f"{WAITING_CPU_PER_S} CPU-s per second) without the shared stack: add to WAITING_LANE in the Makefile"
+        )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from tests.support.shared_stack import uses_shared_stack
 
 DURATIONS = Path(__file__).resolve().parents[1] / "durations.json"
+MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 # CPU seconds per second from which a file counts as busy: half a core, as `make test` runs two workers per core
 # (a file without a CPU figure counts as busy).
 BUSY = 0.5
@@ -46,6 +47,43 @@ def file_seconds() -> dict[str, float]:
 def file_cpu_seconds() -> dict[str, float]:
     """Measured CPU seconds per test file, for the files measured so far."""
     return {path: float(s) for path, s in _durations().get("cpu_seconds", {}).items()}
+
+
+# A file that does not use the shared stack runs in the waiting lane (the Makefile's WAITING_LANE, its own pytest run
+# beside the main one) when its measured CPU is under WAITING_CPU_PER_S seconds per second of its length over at least
+# WAITING_MIN_S: in the main run such a file holds one of the workers while using little of the 2 cores, and the main
+# run's files that do not use the shared stack come last (``order``), so the waiting ones made the run's last minute
+# idle a core (measured 2026-12-06, fifteenth pass: ~30 core-seconds idle after the shared stacks stopped). Files of
+# tests/unit (the unit lane, at a low priority: its seconds are stretched by the main run's load) and tests/reliability
+# (the scale lane) are not ruled.
+WAITING_CPU_PER_S = 0.15
+WAITING_MIN_S = 3.0
+RULED = ("tests/integration/", "tests/e2e/")
+
+
+def waiting_lane() -> list[str]:
+    """The Makefile's WAITING_LANE: the paths `make test` runs in the waiting lane."""
+    text = MAKEFILE.read_text().replace("\\\n", " ")
+    for line in text.splitlines():
+        if line.startswith("WAITING_LANE :="):
+            return line.split(":=", 1)[1].split()
+    return []
+
+
+def measured_waiting(seconds: dict[str, float], cpu: dict[str, float]) -> set[str]:
+    """The files whose measurement says they mostly wait (see WAITING_CPU_PER_S); a file without a CPU figure is not."""
+    return {
+        f
+        for f, s in seconds.items()
+        if f.startswith(RULED) and s >= WAITING_MIN_S and f in cpu and cpu[f] < WAITING_CPU_PER_S * s
+    }
+
+
+def misplaced_waiting_files(files: set[str], with_stack: set[str], lane: list[str], waiting: set[str]) -> list[str]:
+    """The collected ``files`` that mostly wait (``waiting``: ``measured_waiting``), do not use the shared stack and
+    are not in the waiting ``lane`` (a path of it, or under a folder of it)."""
+    in_lane = {f for f in files for path in lane if f == path or f.startswith(path.rstrip("/") + "/")}
+    return sorted(f for f in files if f in waiting and f not in with_stack and f not in in_lane)
 
 
 def file_of(item) -> str:

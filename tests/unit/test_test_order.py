@@ -74,7 +74,8 @@ def test_collection_puts_the_longest_files_first_and_keeps_each_file_together(mo
         "tests/new.py::n",
     ]
     # the collection hook of tests/conftest.py is this order
-    assert "    config.stash[FILES_WITH_STACK] = order(items)\n" in (ROOT / "tests" / "conftest.py").read_text()
+    hook = "    config.stash[FILES_WITH_STACK] = with_stack = order(items)\n"
+    assert hook in (ROOT / "tests" / "conftest.py").read_text()
 
 
 class _Definition:
@@ -249,3 +250,50 @@ def test_ci_runs_make_test_with_coverage_then_the_scale_lane() -> None:
 def test_durations_file_is_plain_json_with_its_source() -> None:
     doc = json.loads((ROOT / "tests" / "durations.json").read_text())
     assert set(doc) == {"about", "measured", "seconds", "cpu_seconds"}
+
+
+def test_a_file_measured_as_mostly_waiting_is_ruled_only_from_its_measurement() -> None:
+    from tests.support.run_order import WAITING_CPU_PER_S, WAITING_MIN_S, measured_waiting
+
+    seconds = {
+        "tests/integration/a/test_peer.py": 30.0,  # 1.5 CPU-s: waiting
+        "tests/e2e/test_hooks.py": 20.0,  # just under the rate: waiting
+        "tests/integration/test_busy.py": 20.0,  # at the rate: not
+        "tests/integration/test_short.py": WAITING_MIN_S - 0.1,  # too short to matter
+        "tests/integration/test_new.py": 5.0,  # an estimate, no CPU figure yet: not
+        "tests/unit/test_stretched.py": 50.0,  # the unit lane's seconds are stretched by its priority: not ruled
+        "tests/reliability/test_faults.py": 200.0,  # the scale lane: not ruled
+    }
+    cpu = {
+        "tests/integration/a/test_peer.py": 1.5,
+        "tests/e2e/test_hooks.py": 20.0 * WAITING_CPU_PER_S - 0.01,
+        "tests/integration/test_busy.py": 20.0 * WAITING_CPU_PER_S,
+        "tests/integration/test_short.py": 0.0,
+        "tests/unit/test_stretched.py": 1.0,
+        "tests/reliability/test_faults.py": 5.0,
+    }
+    assert measured_waiting(seconds, cpu) == {"tests/integration/a/test_peer.py", "tests/e2e/test_hooks.py"}
+
+
+def test_a_waiting_file_is_misplaced_unless_it_uses_the_shared_stack_or_is_in_the_lane() -> None:
+    from tests.support.run_order import misplaced_waiting_files
+
+    waiting = {"tests/e2e/test_on_stack.py", "tests/integration/c/test_listed.py", "tests/integration/d/test_in_dir.py",
+               "tests/integration/test_stray.py", "tests/integration/test_not_collected.py"}  # fmt: skip
+    files = {"tests/e2e/test_on_stack.py", "tests/integration/c/test_listed.py", "tests/integration/d/test_in_dir.py",
+             "tests/integration/test_stray.py", "tests/integration/test_busy.py"}  # fmt: skip
+    lane = ["tests/integration/c/test_listed.py", "tests/integration/d", "tests/integration/test_stra"]
+    misplaced = misplaced_waiting_files(files, {"tests/e2e/test_on_stack.py"}, lane, waiting)
+    assert misplaced == ["tests/integration/test_stray.py"]  # a prefix that is not a folder does not hold it
+
+
+def test_the_waiting_lane_holds_every_file_measured_as_waiting_outside_the_shared_stack() -> None:
+    # The rule as a run applies it at collection (tests/conftest.py): the files the durations call waiting that are
+    # not in the lane are the shared stack's (they would start a stack of their own in the lane).
+    from tests.support.run_order import file_cpu_seconds, file_seconds, measured_waiting, waiting_lane
+
+    lane = waiting_lane()
+    assert lane == make_list("WAITING_LANE")
+    outside = {f for f in measured_waiting(file_seconds(), file_cpu_seconds()) if f not in lane}
+    text = {f: (ROOT / f).read_text() for f in outside}
+    assert all(re.search(r"\b(stack|door|door_state)\b", body) for body in text.values()), sorted(outside)
