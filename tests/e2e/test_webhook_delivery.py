@@ -32,7 +32,7 @@ from tests.support.frontdoor import FrontDoorClient, developer_door
 from tests.support.receivers import hanging_receiver, recording_receiver
 from tests.support.stack import LocalStack, reconfigured
 
-from .helpers import SMALL_MEDIA, aws_client, platform_faults, resource_id, wait_for
+from .helpers import aws_client, platform_faults, resource_id, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -237,7 +237,7 @@ def _webhook_queue(stack: LocalStack) -> str:
 def _submit_and_end(door: FrontDoorClient, prompt: str, hook: str) -> str:
     """A job of the developer's whose webhook gets its terminal event, cancelled at once (if it finished first, its
     job.succeeded or job.failed is its one event instead, and the DELETE's 409 is ignored, as before)."""
-    submitted = door.post_json({"prompt": prompt, **SMALL_MEDIA, "webhook": hook})
+    submitted = door.post_json({"prompt": prompt, "webhook": hook})
     assert submitted.status == 202, submitted.body
     job_id = str(submitted.json["job_id"])
     door.request("DELETE", f"/jobs/{job_id}", b"", [])
