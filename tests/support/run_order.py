@@ -61,13 +61,18 @@ WAITING_MIN_S = 3.0
 RULED = ("tests/integration/", "tests/e2e/")
 
 
+def make_list(name: str) -> list[str]:
+    """A Makefile variable's words (``NAME := a b \\`` continued on the next lines)."""
+    lines = iter(MAKEFILE.read_text().split(f"\n{name} :=", 1)[1].splitlines())
+    text = next(lines)
+    while text.endswith("\\"):
+        text = text[:-1] + " " + next(lines)
+    return text.split()
+
+
 def waiting_lane() -> list[str]:
     """The Makefile's WAITING_LANE: the paths `make test` runs in the waiting lane."""
-    text = MAKEFILE.read_text().replace("\\\n", " ")
-    for line in text.splitlines():
-        if line.startswith("WAITING_LANE :="):
-            return line.split(":=", 1)[1].split()
-    return []
+    return make_list("WAITING_LANE")
 
 
 def measured_waiting(seconds: dict[str, float], cpu: dict[str, float]) -> set[str]:
