@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from omnireel_local.home import free_port as _free_port
+from tests.support.client_venv import client_venv
 from tests.support.stack import ROOT, LocalStack
 
 from .helpers import wait_for
@@ -69,19 +70,13 @@ def _oldest_python() -> str:
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtual environment with ``pip install ./client`` (and uvicorn for the receiver example) only."""
-    base = tmp_path_factory.mktemp("client-venv")
-    subprocess.run([_oldest_python(), "-m", "venv", str(base / "venv")], check=True, timeout=120)
-    python = base / "venv" / "bin" / "python"
+def venv() -> Path:
+    """A fresh virtual environment with ``pip install ./client`` (and uvicorn for the receiver example) only: made once
+    per set of inputs and kept while none changes (tests/support/client_venv.py)."""
     constraints = ROOT / "requirements" / "constraints.txt"
     uvicorn = next(line for line in constraints.read_text().splitlines() if line.startswith("uvicorn=="))
-    done = subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", str(ROOT / "client"), uvicorn],
-        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, cwd=base,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return python
+    install = ["-m", "pip", "install", "--disable-pip-version-check", "-q", str(ROOT / "client"), uvicorn]
+    return client_venv(_oldest_python(), install, timeout_s=INSTALL_TIMEOUT_S)
 
 
 def _run(venv: Path, stack: LocalStack, workdir: Path, code: str, env: dict[str, str] | None = None) -> str:
