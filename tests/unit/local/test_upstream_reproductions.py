@@ -48,7 +48,7 @@ def preloaded_modules(codes: list[str]) -> list[str]:
 # runs in a child forked after the imports, in its folder, with its output in out.txt / err.txt there; the parent
 # prints one JSON line per case with its exit code (None: killed at the timeout).
 FORKING_RUNNER = r"""
-import importlib, json, os, signal, sys, time, traceback
+import importlib, json, os, select, signal, sys, traceback
 
 from moto.backends import get_backend
 
@@ -79,25 +79,23 @@ for number in sorted(os.listdir(base)):
             try:
                 exec(compiled, {"__name__": "__main__", "__file__": path})
                 code = 0
-            except SystemExit as stop:
+            except SystemExit as stop:  # as the interpreter ends: an int is the status, anything else is printed
                 code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+                if stop.code is not None and not isinstance(stop.code, int):
+                    print(stop.code, file=sys.stderr)
             except BaseException:
                 traceback.print_exc()
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
             os._exit(code)
-    deadline = time.monotonic() + timeout_s
-    status = None
-    while time.monotonic() < deadline:
-        done, raw = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = os.waitstatus_to_exitcode(raw)
-            break
-        time.sleep(0.05)  # polling a child's exit, bounded by the case's timeout
-    else:
+    exited = os.pidfd_open(pid)  # readable when the child has ended
+    ended = select.select([exited], [], [], timeout_s)[0]
+    os.close(exited)
+    if not ended:
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    raw = os.waitpid(pid, 0)[1]
+    status = os.waitstatus_to_exitcode(raw) if ended else None
     print(json.dumps({"number": number, "code": status}), flush=True)
 """
 
