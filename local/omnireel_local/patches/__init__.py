@@ -45,7 +45,7 @@ ORDER: tuple[str, ...] = (
     "1", "2", "3", "4", "5", "6", "6b", "6c", "7", "8", "13", "14", "14b", "15", "15b", "16", "17", "18", "18b",
     "19", "20",
     "22", "23", "24", "25", "26", "27", "28", "29", "29b", "30",  # 25 -> 29 -> 29b -> 30: each wraps the send in place
-    "31", "32", "33", "34", "35", "36", "37",
+    "31", "32", "33", "34", "35", "36", "37", "38",
     "9b",  # IAM unique ids: before the identities the stack creates once provisioned (any place before that works)
     "9", "12",  # last: 9 wraps every request's authentication, 12 rebinds the interpreter's client factory
 )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 from collections import deque
@@ -64,6 +65,10 @@ def install_condition_lex_cache(ctx: Context) -> None:
 
 def install_update_checks_once(ctx: Context) -> None:
     patch_update_checks_once()
+
+
+def install_query_candidates(ctx: Context) -> None:
+    patch_query_candidates()
 
 
 def install_update_tree_copy(ctx: Context) -> None:
@@ -655,6 +660,89 @@ def patch_update_tree_copy(set_attribute: Callable[[Any, str, Any], None] = seta
     set_attribute(validators, "deepcopy", deepcopy)
 
 
+_QUERY_CANDIDATES = threading.local()  # (table, its items a query may match, in all_items' order) while one runs
+
+
+def _table_key(item: Any) -> Any:
+    """The order moto's ``Table.all_items`` returns a table's items in: by primary key."""
+    return (item.hash_key, item.range_key) if item.range_key else item.hash_key
+
+
+def _equal(found: Any, value: Any) -> bool:
+    return found is not None and found == value  # DynamoType's == reads the other side's type
+
+
+def query_candidates(table: Any, hash_key: Any, index_name: str | None, hash_key_conditions: Any) -> list[Any] | None:
+    """The items a Query may return, in ``all_items``' order: a superset of the ones moto's filter keeps (it filters
+    them again), found without sorting the whole table. None: no shortcut (moto reads every item, as before)."""
+    if index_name is None:
+        if hash_key is None:
+            return None
+        partition = table.items.get(hash_key)
+        if partition is None:
+            return []
+        items = list(partition.values()) if table.range_key_attr else [partition]
+    else:
+        conditions = list(hash_key_conditions or ())
+        if not conditions:
+            return None
+        items = []
+        for partition in table.items.values():
+            for item in partition.values() if table.range_key_attr else (partition,):
+                if all(_equal(item.attrs.get(name), value) for name, value in conditions):
+                    items.append(item)
+    items.sort(key=_table_key)
+    return items
+
+
+def patch_query_candidates(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 38 (see ``apply``): a Query reads its partition, not the whole table sorted.
+
+    moto's ``Table.query`` starts from ``all_items()``, every item of the table sorted by primary key (a comparison of
+    DynamoType objects in Python each time), and then keeps those of the queried partition (the table's, or the
+    index's key condition): O(n log n) in the table's size for every Query, also on a table's own partition key. Here
+    the query runs unchanged on a shorter list: the partition's items (the table's partition key: a dict lookup), or
+    the items whose index key attributes equal the condition's (one pass, no sort), sorted by primary key as
+    ``all_items`` sorts them. moto's filter keeps exactly the same items in the same order: a sorted list filtered is
+    the filtered list sorted, and the key is unique per item. The list reaches ``all_items`` through a thread-local
+    for the call's length, so a concurrent request on another thread sees the table as before."""
+    from moto.dynamodb.models.table import Table
+
+    original_all_items = Table.all_items
+    original_query = Table.query
+    if getattr(original_query, "omnireel_candidates", False):
+        return
+    signature = inspect.signature(original_query)
+
+    def all_items(self: Any) -> Any:
+        current = getattr(_QUERY_CANDIDATES, "current", None)
+        if current is not None and current[0] is self:
+            return list(current[1])
+        return original_all_items(self)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        candidates = query_candidates(
+            self,
+            bound.arguments.get("hash_key"),
+            bound.arguments.get("index_name"),
+            bound.arguments.get("hash_key_conditions"),
+        )
+        if candidates is None:
+            return original_query(self, *args, **kwargs)
+        previous = getattr(_QUERY_CANDIDATES, "current", None)
+        _QUERY_CANDIDATES.current = (self, candidates)
+        try:
+            return original_query(self, *args, **kwargs)
+        finally:
+            _QUERY_CANDIDATES.current = previous
+
+    all_items.omnireel_candidates = True  # type: ignore[attr-defined]
+    query.omnireel_candidates = True  # type: ignore[attr-defined]
+    set_attribute(Table, "all_items", all_items)
+    set_attribute(Table, "query", query)
+
+
 def fix_heap_keys(program: Any) -> int:
     """Create the lazy ``heap_key`` of every evaluation component reachable from ``program``; returns how many."""
     from moto.stepfunctions.parser.asl.component.component import Component
@@ -818,5 +906,16 @@ CARDS = [
         test="tests/unit/local/test_update_checks_once.py::test_the_tree_copy_is_the_deep_copy",
         upstream=SPEED,
         installs=install_update_tree_copy,
+    ),
+    Patch(
+        "38",
+        "A Query reads its partition, not the whole table sorted",
+        aws="(Same items, same order, same pages.)",
+        moto="Every Query sorts every item of the table by primary key (DynamoType comparisons in Python) before "
+        "keeping the queried partition: O(n log n) in the table's size, for each of a sweep's 16 shard queries (an "
+        "index Query at 3,000 items 11.0 -> 3.1 ms).",
+        test="tests/unit/local/test_query_candidates.py::test_every_query_answers_as_moto_does",
+        upstream=SPEED,
+        installs=install_query_candidates,
     ),
 ]

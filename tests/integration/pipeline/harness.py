@@ -519,6 +519,7 @@ def speed_patches(set_attribute: Callable[..., None]) -> None:
     speed.patch_condition_lex_cache(set_attribute)  # patch 35: one lexing per condition expression
     speed.patch_update_checks_once(set_attribute)  # patch 36: UpdateItem's shape checks once per expression and names
     speed.patch_update_tree_copy(set_attribute)  # patch 37: its tree copied node by node
+    speed.patch_query_candidates(set_attribute)  # patch 38: a Query reads its partition, not the whole table sorted
 
 
 def serialize_metrics(setattr_: Callable[..., None]) -> None:
